@@ -1,0 +1,5 @@
+import sys
+
+from inertia.cli import main
+
+sys.exit(main())

@@ -1,0 +1,31 @@
+"""Reproductions of the papers' experiments (`inertia reproduce NAME`).
+
+Each module in this package may define ``EXPERIMENTS = {"name": run}`` with
+``run(out: pathlib.Path, quick: bool, **options) -> dict``; the registry below discovers them,
+so adding an experiment is one new file.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+
+def registry() -> dict:
+    """Map experiment name -> run function, discovered from this package's modules."""
+    found = {}
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{mod.name}")
+        for name, fn in getattr(module, "EXPERIMENTS", {}).items():
+            if name in found:
+                raise RuntimeError(f"experiment {name!r} defined twice")
+            found[name] = fn
+    return found
+
+
+def run(name: str, out, quick: bool = False, **options) -> dict:
+    reg = registry()
+    if name not in reg:
+        raise KeyError(f"unknown experiment {name!r}; available: {', '.join(sorted(reg))}")
+    return reg[name](out, quick, **options)

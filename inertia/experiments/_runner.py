@@ -1,0 +1,138 @@
+"""Shared machinery for `inertia reproduce`: resumable cells, progress with ETA, outputs."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+
+def _to_jsonable(obj):
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): _to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return _to_jsonable(np.asarray(obj).tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    return obj
+
+
+def dump_json(obj, path) -> Path:
+    """Write obj as JSON atomically (numpy arrays become lists, NaN becomes null)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(_to_jsonable(obj), indent=1))
+    os.replace(tmp, path)
+    return path
+
+
+def cell_key(**fields) -> str:
+    """A readable, filesystem-safe key for one cell (dataset x method x batch x seed ...)."""
+    parts = [f"{k}={fields[k]}" for k in sorted(fields)]
+    raw = "__".join(parts)
+    safe = "".join(ch if ch.isalnum() or ch in "=._-" else "-" for ch in raw)
+    if len(safe) > 150:
+        safe = safe[:120] + "-" + hashlib.sha1(raw.encode()).hexdigest()[:12]
+    return safe
+
+
+class CellStore:
+    """One JSON file per finished cell under `root`; a resumed run skips cells already saved."""
+
+    def __init__(self, root):
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.computed = 0
+        self.reused = 0
+
+    def path(self, key: str) -> Path:
+        return self.root / f"{key}.json"
+
+    def has(self, key: str) -> bool:
+        return self.path(key).exists()
+
+    def load(self, key: str):
+        return json.loads(self.path(key).read_text())
+
+    def save(self, key: str, value) -> None:
+        dump_json(value, self.path(key))
+
+    def get_or_compute(self, key: str, fn: Callable[[], Any]):
+        """Load the cell if saved, otherwise compute, save (atomically) and return it."""
+        if self.has(key):
+            self.reused += 1
+            return self.load(key)
+        value = _to_jsonable(fn())
+        self.save(key, value)
+        self.computed += 1
+        return value
+
+
+class Progress:
+    """Progress lines with an ETA on stderr: `[name] 3/12 cells, 25%, elapsed 4s, ETA 12s`."""
+
+    def __init__(self, total: int, name: str = "", stream=None, quiet: bool = False):
+        self.total, self.name, self.done = max(int(total), 1), name, 0
+        self.t0 = time.perf_counter()
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.timed = 0  # cells that cost time (reused cells do not inform the ETA)
+        self.timed_seconds = 0.0
+
+    def update(self, label: str = "", reused: bool = False, seconds: float | None = None):
+        self.done += 1
+        if not reused and seconds is not None:
+            self.timed += 1
+            self.timed_seconds += seconds
+        elapsed = time.perf_counter() - self.t0
+        rate = self.timed_seconds / self.timed if self.timed else 0.0
+        eta = rate * (self.total - self.done)
+        if not self.quiet:
+            tag = " (saved)" if reused else ""
+            print(f"[{self.name}] {self.done}/{self.total} {100 * self.done / self.total:.0f}% "
+                  f"elapsed {elapsed:.0f}s ETA {eta:.0f}s {label}{tag}", file=self.stream,
+                  flush=True)
+
+
+def run_cells(store: CellStore, cells: Iterable[tuple[str, Callable[[], Any]]], name: str = "",
+              quiet: bool = False) -> dict:
+    """Compute (or load) each (key, fn) cell with progress; return {key: value}."""
+    cells = list(cells)
+    prog = Progress(len(cells), name, quiet=quiet)
+    out = {}
+    for key, fn in cells:
+        reused = store.has(key)
+        t0 = time.perf_counter()
+        out[key] = store.get_or_compute(key, fn)
+        prog.update(key, reused=reused, seconds=time.perf_counter() - t0)
+    return out
+
+
+def markdown_table(header: list[str], rows: list[list[Any]], floatfmt: str = ".3g") -> str:
+    """A GitHub-flavoured Markdown table."""
+    def fmt(v):
+        if v is None:
+            return "—"
+        if isinstance(v, float):
+            return format(v, floatfmt)
+        return str(v)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_text(path, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
