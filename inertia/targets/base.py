@@ -55,6 +55,8 @@ class Target:
     # order -> expectations function, for targets whose expectations use quadrature of that order
     expectations_at: Optional[Callable[[int], Callable[[Array, Array], GaussianExpectations]]] = None
     hess_matmul_fn: Optional[Callable[[Array, Array], Array]] = None
+    # (points (b, d), M) -> mean_j hess V(x_j) @ M; closed forms (GLMs) avoid b separate products
+    mean_hess_matmul_fn: Optional[Callable[[Array, Array], Array]] = None
     observations: Optional[ObservationModel] = None
     optimum: Optional[tuple] = None  # exact (mean, cov) of argmin F when known in closed form
     name: str = "target"
@@ -97,6 +99,12 @@ class Target:
         if self.hess_matmul_fn is not None:
             return self.hess_matmul_fn(x, M)
         return jax.vmap(lambda v: self.hvp(x, v), in_axes=1, out_axes=1)(M)
+
+    def mean_hess_matmul(self, xs: Array, M: Array) -> Array:
+        """mean_j hess V(xs[j]) @ M over a batch of points xs (b, d)."""
+        if self.mean_hess_matmul_fn is not None:
+            return self.mean_hess_matmul_fn(xs, M)
+        return jnp.mean(jax.vmap(lambda x: self.hess_matmul(x, M))(xs), axis=0)
 
     def logdensity(self, x: Array) -> Array:
         return -self.potential(x)

@@ -43,6 +43,7 @@ def gaussian(mean, precision, *, name="gaussian") -> Target:
     cov = 0.5 * (cov + cov.T)
     return Target(dim=d, potential=potential, grad=grad, hvp=hvp, alpha=float(eig[0]),
                   beta=float(eig[-1]), expectations=expectations, hess_matmul_fn=hess_matmul,
+                  mean_hess_matmul_fn=lambda xs, M: P @ M,
                   optimum=(np.asarray(mu), cov), name=name,
                   info={"precision": Pn, "mean": np.asarray(mu)})
 

@@ -1,0 +1,13 @@
+"""Full-covariance Gaussian VI with accelerated proximal and projected methods (Park, Jang & Chen 2026).
+
+`fit(target, method, ...)` runs any method of `METHODS`; see README's method table.
+"""
+from . import family
+from .estimators import ESTIMATORS, Estimator
+from .fit import FitResult, fit, make_kernel
+from .objective import Reference, entropy, gaps, objective, reference
+from .registry import METHODS, PAPER_METHODS, Method, get_method, momentum
+
+__all__ = ["fit", "FitResult", "make_kernel", "METHODS", "PAPER_METHODS", "Method", "get_method",
+           "momentum", "ESTIMATORS", "Estimator", "objective", "reference", "gaps", "entropy",
+           "Reference", "family"]

@@ -1,0 +1,34 @@
+"""Kernel interface shared by the VI algorithms (BlackJAX style: State/Info, init, step)."""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax.numpy as jnp
+
+
+class VIState(NamedTuple):
+    """Iterate x = (m, A) and the auxiliary point (y of APG, v of Algorithm 3; unused when plain)."""
+
+    m: jnp.ndarray
+    A: jnp.ndarray
+    aux_m: jnp.ndarray
+    aux_A: jnp.ndarray
+
+
+class VIInfo(NamedTuple):
+    """Per-step diagnostics: whether the new iterate is finite."""
+
+    finite: jnp.ndarray
+
+
+class Kernel(NamedTuple):
+    """`init(m0, A0) -> state`, `step(state, key) -> (state, info)`, `gaussian(state) -> (m, cov)`."""
+
+    init: Callable
+    step: Callable
+    gaussian: Callable
+    coords: str
+
+
+def finite(*arrays):
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(a)) for a in arrays]))

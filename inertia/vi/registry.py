@@ -1,0 +1,138 @@
+"""Method registry: name -> algorithm + estimator + default step rule (spec §3, §4, §6).
+
+Adding a method is one entry here (plus one file if it needs a new estimator or algorithm).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple, Optional
+
+from .algorithms import apg, bures, projected_sym
+from .estimators import ESTIMATORS
+
+
+class StepRule(NamedTuple):
+    eta: float
+    s: Optional[float]  # acceleration parameter (rho = (1 - 1/s)/(1 + 1/s)); None: no momentum
+
+
+class Method(NamedTuple):
+    """A registered VI method. `build(target, accelerated, batch_size, eta, s, options) -> Kernel`."""
+
+    name: str
+    estimator: str
+    algorithm: str  # paper reference, e.g. "Alg. 2 (prox)"
+    accelerable: bool
+    step_rule: Callable  # (alpha, beta, d, b) -> StepRule
+    build: Callable
+    baseline: bool = False
+    description: str = ""
+
+
+def momentum(s):
+    """rho = (1 - 1/s) / (1 + 1/s)."""
+    return (1.0 - 1.0 / s) / (1.0 + 1.0 / s)
+
+
+def _rule(s_fn):
+    def rule(alpha, beta, d, b):
+        s = s_fn(beta / alpha)
+        return StepRule(1.0 / (alpha * s * s), s)
+
+    return rule
+
+
+def r_b(d, b):
+    """Mean-square Lipschitz factor of the batch energy estimator, r_b = 1 + (d + 2)/b (spec §6)."""
+    return 1.0 + (d + 2.0) / b
+
+
+def _dgg_rule(alpha, beta, d, b):
+    return StepRule(alpha / (2.0 * beta**2 * r_b(d, b)), None)
+
+
+def _build_apg(update_kind):
+    def build(target, estimator, accelerated, batch_size, eta, s, options):
+        d, alpha, beta = target.dim, target.alpha, target.beta
+        radius = math.sqrt(d / alpha)
+        if update_kind == "entropy":
+            update = apg.entropy_prox_update(eta, estimator.coords)
+        elif update_kind == "norm":
+            update = apg.norm_prox_update(eta, radius)
+        else:
+            update = apg.projected_chol_update(eta, radius, 0.5 / math.sqrt(beta))
+        rho = momentum(s) if accelerated else 0.0
+        return apg.build(target, estimator, update, rho=rho, batch_size=batch_size,
+                         options=options)
+
+    return build
+
+
+def _build_sym(floor_only):
+    def build(target, estimator, accelerated, batch_size, eta, s, options):
+        alpha, beta = target.alpha, target.beta
+        if floor_only:  # DGG-STL: sigma_min(C) >= 1/sqrt(beta), no upper bound
+            lower, upper = 1.0 / math.sqrt(beta), math.inf
+        else:  # K_C of Algorithm 3
+            lower, upper = 0.5 / math.sqrt(beta), 2.0 / math.sqrt(alpha)
+        return projected_sym.build(target, estimator, eta=eta, s=s, alpha=alpha, lower=lower,
+                                   upper=upper, accelerated=accelerated, batch_size=batch_size,
+                                   options=options)
+
+    return build
+
+
+def _build_bures(control):
+    def build(target, estimator, accelerated, batch_size, eta, s, options):
+        return bures.build(target, eta=eta, control=control, batch_size=batch_size)
+
+    return build
+
+
+_sp = _rule(lambda k: math.sqrt(max(k, 4.0)))
+_se = _rule(lambda k: math.sqrt(max(5.0 * k, 4.0)))
+_s15 = _rule(lambda k: math.sqrt(15.0 * k))
+_sexact = _rule(lambda k: math.sqrt(k))
+
+
+def _fixed_eta(eta_fn):
+    return lambda alpha, beta, d, b: StepRule(eta_fn(alpha, beta), None)
+
+
+METHODS = {m.name: m for m in [
+    Method("exact-apg", "exact", "Alg. 1 (APG, exact expectations)", True, _sexact,
+           _build_apg("entropy"), description="Cholesky; eta = 1/beta"),
+    Method("fd-prox", "fd", "Alg. 2 (norm-constrained prox)", True, _sp, _build_apg("norm")),
+    Method("paired-prox", "paired", "Alg. 2 (norm-constrained prox)", True, _sp,
+           _build_apg("norm")),
+    Method("fd-proj", "fd", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj")),
+    Method("paired-proj", "paired", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj")),
+    Method("stl-proj", "stl", "Alg. 3 (projected, symmetric root)", True, _s15,
+           _build_sym(False)),
+    Method("price-stl-proj", "price-stl", "Alg. 3 (projected, symmetric root)", True, _s15,
+           _build_sym(False)),
+    Method("dgg-prox", "reparam", "prox-SGD (Domke-Gower-Garrigos 2023)", False, _dgg_rule,
+           _build_apg("entropy"), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]"),
+    Method("dgg-stl", "stl", "projected SGD, sigma_min(C) >= beta^-1/2 (DGG 2023)", False,
+           _dgg_rule, _build_sym(True), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]"),
+    Method("price-spgd", "price", "prox-SGD with Price's gradient (Kim et al. 2026)", False, _sp,
+           _build_apg("entropy"), baseline=True, description="eta = 1/(alpha s_p^2) [U]"),
+    Method("fb-gvi", "price", "Bures-Wasserstein forward-backward (Diao et al. 2023)", False,
+           _fixed_eta(lambda a, b: 1.0 / b), _build_bures(0.0), baseline=True,
+           description="eta = 1/beta [U]"),
+    Method("svrgvi", "price", "BW forward-backward, score control c = 1 (Luu et al. 2025)", False,
+           _fixed_eta(lambda a, b: 1.0 / b), _build_bures(1.0), baseline=True,
+           description="eta = 1/beta [U]"),
+]}
+
+PAPER_METHODS = [n for n in METHODS if n != "exact-apg"]  # the paper's 6 pairs + 5 baselines
+
+
+def get_method(name: str) -> Method:
+    if name not in METHODS:
+        raise KeyError(f"unknown VI method {name!r}; available: {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def get_estimator(method: Method):
+    return ESTIMATORS[method.estimator]
