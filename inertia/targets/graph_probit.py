@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.csgraph import laplacian
+from scipy.spatial.distance import cdist
 from scipy.special import log_ndtr
 
 from .base import Target, TargetError
@@ -21,17 +22,19 @@ DEFAULT_TAU = 49.0
 def knn_graph(X, k: int = DEFAULT_K, *, mutual: bool = False) -> np.ndarray:
     """Binary symmetric kNN adjacency (Euclidean, self excluded): W = max(A, A^T), or
     min(A, A^T) for mutual kNN; dense (n, n) float64."""
-    from sklearn.neighbors import NearestNeighbors
-
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise TargetError(f"X must be a finite (n, p) array; got shape {X.shape}")
     n = X.shape[0]
     if not 1 <= int(k) < n:
         raise TargetError(f"k must be in [1, n-1] = [1, {n - 1}]; got {k}")
-    # X=None: each sample's own index is excluded from its neighbours (duplicates still count).
-    A = NearestNeighbors(n_neighbors=int(k), algorithm="brute").fit(X).kneighbors_graph(
-        None, mode="connectivity").toarray()
+    # Exact distances and a stable sort: ties (duplicated rows) go to the lower index (spec §9.2),
+    # where sklearn's kneighbors leaves their order unspecified.
+    D = cdist(X, X)
+    np.fill_diagonal(D, np.inf)
+    idx = np.argsort(D, axis=1, kind="stable")[:, :int(k)]
+    A = np.zeros((n, n))
+    A[np.repeat(np.arange(n), int(k)), idx.ravel()] = 1.0
     return np.minimum(A, A.T) if mutual else np.maximum(A, A.T)
 
 

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scipy.spatial.distance import cdist
+from sklearn.neighbors import NearestNeighbors
 from scipy.special import ndtr
 
 import inertia  # noqa: F401  (float64)
@@ -34,19 +34,23 @@ def sonar():
     return graph_probit_dataset("sonar", cache_dir=SHARED)
 
 
-def test_knn_graph_matches_brute_force(small):
+def test_knn_graph_matches_sklearn(small):
     X, _ = small
     k = 5
-    D = cdist(X, X)
-    np.fill_diagonal(D, np.inf)
-    A = np.zeros_like(D)
-    A[np.repeat(np.arange(len(X)), k), np.argsort(D, axis=1)[:, :k].ravel()] = 1.0
+    A = NearestNeighbors(n_neighbors=k).fit(X).kneighbors_graph(None).toarray()
     W = knn_graph(X, k)
     np.testing.assert_array_equal(W, np.maximum(A, A.T))
     np.testing.assert_array_equal(knn_graph(X, k, mutual=True), A * A.T)
     assert np.all(np.diag(W) == 0) and np.all(W.sum(1) >= k)
     with pytest.raises(TargetError, match="k must be"):
         knn_graph(X, len(X))
+
+
+def test_knn_ties_go_to_lower_index():
+    # Point 0 has three neighbours at distance 1 (indices 1, 2, 3); k = 2 keeps 1 and 2.
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [5.0, 5.0]])
+    W = knn_graph(X, 2, mutual=True)
+    assert W[0, 1] == W[0, 2] == 1 and W[0, 3] == 0
 
 
 def test_normalized_laplacian_formula_and_spectrum(small):
