@@ -1,0 +1,30 @@
+"""Kernel registry: method name -> `Method`. A new sampler is one module plus one entry here."""
+from __future__ import annotations
+
+from . import hfhr as _hfhr
+from . import klmc as _klmc
+from . import ula as _ula
+from .base import (Info, KineticState, LangevinState, Method, OUCoefficients, Params,
+                   SamplingAlgorithm, ou_coefficients)
+from .hfhr import hfhr
+from .klmc import klmc
+from .ula import ula
+
+REGISTRY: dict[str, Method] = {
+    "ula": _ula.METHOD,
+    "klmc": _klmc.METHOD,
+    "hfhr": _hfhr.METHOD_EXPONENTIAL,
+    "hfhr-split": _hfhr.METHOD_SPLIT,
+}
+
+
+def get_method(name: str) -> Method:
+    """The registry entry for `name`, with a clear error listing the choices."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown sampling method {name!r}; available: {', '.join(REGISTRY)}") from None
+
+
+__all__ = ["REGISTRY", "get_method", "Method", "Params", "Info", "KineticState", "LangevinState",
+           "SamplingAlgorithm", "OUCoefficients", "ou_coefficients", "hfhr", "klmc", "ula"]

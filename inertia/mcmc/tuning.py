@@ -1,0 +1,85 @@
+"""Parameter choices: defaults from the curvature bounds m <= hess V <= L, and exact-W2 tuning on Gaussians.
+
+Defaults (documented in docs/hfhr.md): time scale 1/sqrt(L) for the kinetic schemes,
+    ULA:   h = 0.1 / L
+    KLMC:  h = 0.2 / sqrt(L),  gamma = max(2 sqrt(m), h L)   (critical damping of the slowest mode;
+           gamma > h L / 2 keeps the frozen-gradient step stable on the stiffest mode)
+    HFHR:  h, gamma as KLMC,   alpha = 0.5 / (h L)          (alpha h L = 0.5, well inside alpha h L < 2)
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Optional
+
+import numpy as np
+
+from .gaussian import GaussianDiagnostics
+from .kernels import get_method
+
+
+def default_parameters(target, method: str) -> dict:
+    """Step size, friction and alpha from the target's curvature bounds (alpha = m, beta = L)."""
+    m_ = get_method(method)
+    if target.alpha is None or target.beta is None:
+        raise ValueError(f"target {target.name!r} has no curvature bounds; pass step_size, gamma and "
+                         "alpha explicitly (or build the target with alpha= and beta=)")
+    m, L = float(target.alpha), float(target.beta)
+    if not m_.kinetic:
+        return {"step_size": 0.1 / L}
+    h = 0.2 / math.sqrt(L)
+    out = {"step_size": h, "gamma": max(2.0 * math.sqrt(m), h * L)}
+    if "alpha" in m_.uses:
+        out["alpha"] = 0.5 / (h * L)
+    return out
+
+
+def default_grid(target, method: str, size: str = "normal") -> dict:
+    """A (h, gamma, alpha h L) grid scaled by the curvature bounds, for `tune_gaussian`."""
+    m, L = float(target.alpha), float(target.beta)
+    n = {"small": 6, "normal": 12}[size]
+    if not get_method(method).kinetic:
+        return {"step_size": np.geomspace(0.02, 1.9, n) / L}
+    grid = {"step_size": np.geomspace(0.02, 3.0, n) / math.sqrt(L),
+            "gamma": np.geomspace(0.5 * math.sqrt(m), 3.0 * math.sqrt(L), n)}
+    if "alpha" in get_method(method).uses:
+        grid["ahl"] = np.array([0.1, 0.25, 0.5, 1.0, 1.5, 1.9]) if size == "normal" else \
+            np.array([0.25, 0.5, 1.0, 1.5])
+    return grid
+
+
+def tune_gaussian(target, method: str, *, tol: float = 0.1, grid: Optional[dict] = None,
+                  max_steps: int = 5000, init_mean=None, init_var: float = 1.0) -> dict:
+    """Grid point of least gradient evaluations to reach W2 <= tol * W2_0, by the exact law.
+
+    grid: {"step_size": [...], "gamma": [...], "ahl": [...]} (alpha = ahl / (h L)); defaults to
+    `default_grid`. Returns the best parameters, the gradient count (None if no grid point reaches
+    the tolerance within max_steps), W2_0, the stationary bias and the contraction rate.
+    """
+    m_ = get_method(method)
+    diag = GaussianDiagnostics(target)
+    L = float(diag.lam[-1])
+    grid = default_grid(target, method) if grid is None else grid
+    hs = np.asarray(grid["step_size"], dtype=np.float64)
+    gs = np.asarray(grid.get("gamma", [1.0]), dtype=np.float64) if m_.kinetic else np.array([1.0])
+    rs = np.asarray(grid.get("ahl", [0.0]), dtype=np.float64) if "alpha" in m_.uses else np.array([0.0])
+    H, G, R = (a.ravel() for a in np.meshgrid(hs, gs, rs, indexing="ij"))
+    A = R / (H * L)
+    w0 = diag.initial_w2(init_mean, init_var)
+    hit, final = diag.steps_to(m_, step_size=H, gamma=G, alpha=A, tol=tol * w0, max_steps=max_steps,
+                               init_mean=init_mean, init_var=init_var)
+    ok = hit > 0
+    out = {"method": m_.name, "w2_0": w0, "tol": tol, "grid_points": int(H.size)}
+    if not ok.any():
+        out.update(step_size=None, gamma=None, alpha=None, grad_evals=None)
+        return out
+    i = int(np.flatnonzero(ok)[np.argmin(hit[ok])])
+    best = {"step_size": float(H[i])}
+    if m_.kinetic:
+        best["gamma"] = float(G[i])
+    if "alpha" in m_.uses:
+        best["alpha"] = float(A[i])
+    st = diag.stationary(m_, **best)
+    out.update(best, steps=int(hit[i]), grad_evals=int(hit[i]) * m_.grads_per_step,
+               bias_w2=st.bias_w2, rate=st.rate)
+    return out
