@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
@@ -271,7 +270,7 @@ def _parse_verified(spec: DatasetSpec, path: Path, *, downloaded: bool = False):
     raise DatasetError(
         f"checksum mismatch for dataset {spec.name!r}: {what} has sha256 {digest} "
         f"(content checksum {content}); expected file sha256 {spec.sha256} or content checksum "
-        f"{spec.content_sha256 or '(none registered)'}. The file is corrupt or a different version; "
+        f"{spec.content_sha256 or '(none registered)'}. The file is corrupt or another version; "
         f"delete it and fill the cache again. " + _cache.fill_hint(spec.filename, path.parent))
 
 
@@ -314,7 +313,8 @@ def _download(spec: DatasetSpec, folder: Path, origin: str):
         return parsed
     raise DatasetError(
         f"dataset {spec.name!r}: file {spec.filename} is not in the cache folder {folder} "
-        f"({origin}) and the download failed ({'; '.join(errors)}). " + _cache.fill_hint(spec.filename, folder))
+        f"({origin}) and the download failed ({'; '.join(errors)}). "
+        + _cache.fill_hint(spec.filename, folder))
 
 
 def _raw_table(spec: DatasetSpec, cache_dir, download):
@@ -329,8 +329,10 @@ def _raw_table(spec: DatasetSpec, cache_dir, download):
         why = f"{_cache.ENV_OFFLINE} is set" if download is None else "download=False"
         raise DatasetError(
             f"dataset {spec.name!r}: file {spec.filename} is not in the cache folder {folder} "
-            f"({_cache.cache_dir_origin(cache_dir)}) and downloading is off ({why}). " + _cache.fill_hint(spec.filename, folder)
-            + f" With a network, unset {_cache.ENV_OFFLINE} to download it from "
+            f"({_cache.cache_dir_origin(cache_dir)}) and downloading is off ({why}). "
+            + _cache.fill_hint(spec.filename, folder)
+            + f" With a network, allow the download (unset {_cache.ENV_OFFLINE}; download=True) "
+            "to fetch it from "
             f"{', '.join(s for s, _ in spec.sources)}.")
     return _download(spec, folder, _cache.cache_dir_origin(cache_dir))
 
@@ -376,7 +378,8 @@ def load_dataset(name: str, *, standardize: bool = True, cache_dir=None, downloa
     spec = _spec(name)
     X, y, names, target = _raw_table(spec, cache_dir, download)
     if X.shape != (spec.n, spec.p):
-        raise DatasetError(f"dataset {spec.name!r} has shape {X.shape}, expected ({spec.n}, {spec.p})")
+        raise DatasetError(
+            f"dataset {spec.name!r} has shape {X.shape}, expected ({spec.n}, {spec.p})")
     drop = (drop,) if isinstance(drop, str) else tuple(drop)
     if include_b and spec.name != "boston":
         raise DatasetError("include_b only applies to the 'boston' dataset")

@@ -188,6 +188,8 @@ def graph_probit_table(names=GRAPH_PROBIT_DATASETS, *, k: int = DEFAULT_K,
 
 
 if __name__ == "__main__":  # python -m inertia.targets.graph_probit  -> Table 2 as Markdown
-    print("| dataset | n | p | lambda_max(L_G) | kappa = 2 + 49 lambda_max |\n|---|---|---|---|---|")
+    print("| dataset | n | p | lambda_max(L_G) | kappa = 2 + 49 lambda_max |")
+    print("|---|---|---|---|---|")
     for r in graph_probit_table():
-        print(f"| {r['dataset']} | {r['n']} | {r['p']} | {r['lambda_max']:.6f} | {r['kappa']:.4f} |")
+        print(f"| {r['dataset']} | {r['n']} | {r['p']} | {r['lambda_max']:.6f} "
+              f"| {r['kappa']:.4f} |")
