@@ -43,11 +43,16 @@ def affine_map(method, params: Params, precision, mean=None):
     """Dense (A, c, Q) of one step on N(mean, precision^{-1}), state z = (q, p) (or q for ULA)."""
     m = _method(method)
     P = jnp.asarray(precision, dtype=jnp.float64)
+    mu = jnp.zeros(P.shape[0]) if mean is None else jnp.asarray(mean, dtype=jnp.float64)
+    A, c, Q = _affine_map(m, Params(*(jnp.float64(v) for v in params)), P, mu)
+    return np.asarray(A), np.asarray(c), np.asarray(Q)
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _affine_map(m: Method, params: Params, P, mu):
     d = P.shape[0]
-    mu = jnp.zeros(d) if mean is None else jnp.asarray(mean, dtype=jnp.float64)
     k = _phase_dim(m)
     xi0, unravel = _noise_unravel(m, d)
-
     coeffs = m.prepare(params)
 
     def f(z, xi):
@@ -55,23 +60,25 @@ def affine_map(method, params: Params, precision, mean=None):
         return jnp.concatenate(m.transition(coeffs, phase, P @ (phase[0] - mu), unravel(xi)))
 
     z0 = jnp.zeros(k * d)
-    A = jax.jacfwd(f, 0)(z0, xi0)
     J = jax.jacfwd(f, 1)(z0, xi0)
-    c = f(z0, xi0)
-    return np.asarray(A), np.asarray(c), np.asarray(J @ J.T)
+    return jax.jacfwd(f, 0)(z0, xi0), f(z0, xi0), J @ J.T
 
 
 def propagate(A, c, Q, m0, S0, num_steps):
     """Means and covariances of z_k for k = 0..num_steps under z' = A z + c + N(0, Q)."""
+    ms, Ss = _propagate(int(num_steps), *(jnp.asarray(a, dtype=jnp.float64) for a in (A, c, Q, m0, S0)))
+    return (np.concatenate([np.asarray(m0, dtype=np.float64)[None], np.asarray(ms)]),
+            np.concatenate([np.asarray(S0, dtype=np.float64)[None], np.asarray(Ss)]))
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def _propagate(num_steps, A, c, Q, m0, S0):
     def body(carry, _):
         mk, Sk = carry
         nxt = (A @ mk + c, A @ Sk @ A.T + Q)
         return nxt, nxt
 
-    init = (jnp.asarray(m0, dtype=jnp.float64), jnp.asarray(S0, dtype=jnp.float64))
-    _, (ms, Ss) = jax.lax.scan(body, init, None, length=num_steps)
-    return (np.concatenate([np.asarray(m0)[None], np.asarray(ms)]),
-            np.concatenate([np.asarray(S0)[None], np.asarray(Ss)]))
+    return jax.lax.scan(body, (m0, S0), None, length=num_steps)[1]
 
 
 def stationary_affine(A, c, Q):

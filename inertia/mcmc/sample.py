@@ -180,6 +180,9 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if num_steps % thinning:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of thinning ({thinning})")
+    if init is not None and np.shape(init) not in ((target.dim,), (num_chains, target.dim)):
+        raise ValueError(f"init must have shape ({target.dim},) or (num_chains, {target.dim}) = "
+                         f"({num_chains}, {target.dim}); got {np.shape(init)}")
     params = resolve_params(target, m, step_size, gamma, alpha)
     check_stability(target, m, params)
 

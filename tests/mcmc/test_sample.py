@@ -1,0 +1,91 @@
+"""sample(): bad input gives clear errors, divergence is never silent, reproducibility, ArviZ export."""
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import inertia  # noqa: F401
+from inertia.mcmc import default_parameters, sample
+from inertia.targets import from_potential, kappa_family
+
+
+@pytest.fixture(scope="module")
+def gauss():
+    return kappa_family(2, 10.0)
+
+
+@pytest.fixture(scope="module")
+def cliff():
+    # quadratic inside |q| < 4, gradient NaN outside (a model that breaks away from its support)
+    t = from_potential(lambda q: 0.5 * q @ q, 1, name="cliff")
+    return t.replace(grad=lambda q: jnp.where(jnp.abs(q) < 4.0, q, jnp.nan))
+
+
+def test_alpha_h_L_ge_2_is_rejected(gauss):
+    with pytest.raises(ValueError, match=r"alpha \* step_size \* L = 2.5 >= 2"):
+        sample(gauss, "hfhr", step_size=0.1, gamma=2.0, alpha=0.5 / gauss.beta * 100 / 2 * 0.1 * 10,
+               num_steps=10)
+    with pytest.raises(ValueError, match="step_size \\* L"):
+        sample(gauss, "ula", step_size=2.0 / gauss.beta, num_steps=10)
+
+
+def test_unstable_kinetic_chain_on_gaussian_is_rejected(gauss):
+    # KLMC with gamma < h L / 2 is unstable on the stiff direction: exact spectral check
+    with pytest.raises(ValueError, match="unstable chain"):
+        sample(gauss, "klmc", step_size=0.5, gamma=0.2, num_steps=10)
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(step_size=-0.1, gamma=1.0), "step_size must be a positive"),
+    (dict(step_size=0.1, gamma=0.0), "gamma"),
+    (dict(step_size=0.1, gamma=1.0, alpha=-1.0), "alpha must be"),
+    (dict(step_size=0.1, gamma=1.0, alpha=0.1, num_steps=10, thinning=3), "multiple of thinning"),
+    (dict(step_size=0.1, gamma=1.0, alpha=0.1, init=np.zeros(5)), "init must have shape"),
+])
+def test_invalid_parameters(gauss, kw, match):
+    with pytest.raises(ValueError, match=match):
+        sample(gauss, "hfhr", **{"num_steps": 10, **kw})
+
+
+def test_unknown_method(gauss):
+    with pytest.raises(ValueError, match="unknown sampling method 'hmc'.*hfhr"):
+        sample(gauss, "hmc", step_size=0.1, num_steps=10)
+
+
+def test_defaults_need_curvature_bounds(cliff):
+    with pytest.raises(ValueError, match="no curvature bounds"):
+        sample(cliff, "hfhr", num_steps=10)
+
+
+def test_non_finite_gradient_at_init(cliff):
+    with pytest.raises(FloatingPointError, match="initial position of chain 1"):
+        sample(cliff, "ula", step_size=0.1, init=np.array([[0.0], [5.0]]), num_chains=2,
+               num_steps=10)
+
+
+def test_divergence_raises_or_stops_with_the_reason(cliff):
+    # ULA with h = 2.5 multiplies q by -1.5 per step: leaves |q| < 4 within a few steps
+    kw = dict(step_size=2.5, num_chains=3, num_steps=40, seed=0, init=np.array([0.5]))
+    with pytest.raises(FloatingPointError, match=r"chain \d diverged at step \d+ of 40"):
+        sample(cliff, "ula", **kw)
+    with pytest.warns(RuntimeWarning, match="diverged"):
+        res = sample(cliff, "ula", on_divergence="stop", **kw)
+    assert np.all(res.diverged_at > 0)
+    for c in range(3):
+        k = res.diverged_at[c]
+        assert np.all(np.isfinite(res.draws[c, :k - 1])) and np.all(np.isnan(res.draws[c, k - 1:]))
+        assert not res.info["is_finite"][c, k - 1]
+
+
+def test_reproducible_shapes_info_and_arviz(gauss):
+    kw = dict(num_chains=3, num_steps=60, thinning=3, seed=4)
+    a = sample(gauss, "hfhr", **kw)
+    b = sample(gauss, "hfhr", **kw)
+    np.testing.assert_array_equal(a.draws, b.draws)
+    assert a.draws.shape == (3, 20, 2)
+    assert a.info["is_finite"].shape == (3, 60) and a.info["is_finite"].all()
+    assert a.grad_evals == 61
+    assert a.params == default_parameters(gauss, "hfhr")
+    c = sample(gauss, "hfhr", **{**kw, "seed": 5})
+    assert np.abs(c.draws - a.draws).max() > 1e-3
+    idata = a.to_arviz()
+    assert idata.posterior["x"].shape == (3, 20, 2)
