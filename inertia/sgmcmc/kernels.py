@@ -69,7 +69,10 @@ def build_kernel(grad_fn: Callable[[Array, Array], Array], Lambda, *, temperatur
             raise ValueError("SGLD needs a positive-definite Lambda") from err
     else:
         root = None
+    return _kernel(grad_fn, Lam, root, kappa)
 
+
+def _kernel(grad_fn, Lam, root, kappa):
     def step(key, state: SGLDState, idx: Array):
         g = grad_fn(state.position, idx)
         m = kappa * state.momentum + g if kappa else g
@@ -79,6 +82,31 @@ def build_kernel(grad_fn: Callable[[Array, Array], Array], Lambda, *, temperatur
         return SGLDState(x, m if kappa else state.momentum), SGLDInfo(g)
 
     return step
+
+
+def make_sampler(grad_fn, *, num_obs: int, batch_size: int, num_draws: int,
+                 replacement: bool = True, thin: int = 1, burn_in: int = 0,
+                 temperature=math.inf, momentum: float = 0.0):
+    """A jitted `run(key, Lambda, init_positions) -> draws (chain, draw, dim)` compiled once and
+    reusable for many preconditioners (Lambda is traced; for SGLD its Cholesky factor is taken
+    in the graph, so Lambda must be symmetric positive definite)."""
+    beta = math.inf if temperature is None else float(temperature)
+    kappa = float(momentum)
+    if not 1 <= batch_size <= num_obs:
+        raise ValueError(f"batch size must be in [1, N={num_obs}]; got {batch_size}")
+
+    @jax.jit
+    def run(key, Lambda, init_positions):
+        Lam = jnp.asarray(Lambda, dtype=jnp.float64)
+        root = jnp.linalg.cholesky(2.0 * Lam / beta) if math.isfinite(beta) else None
+        states = jax.vmap(init)(jnp.atleast_2d(init_positions))
+        _, draws = _run_chains(key, states, step=_kernel(grad_fn, Lam, root, kappa),
+                               num_obs=int(num_obs), batch_size=int(batch_size),
+                               replacement=bool(replacement), num_draws=int(num_draws),
+                               thin=int(thin), burn_in=int(burn_in))
+        return draws
+
+    return run
 
 
 def proxy_gradient(model: Model, theta_hat) -> Callable[[Array, Array], Array]:
@@ -108,47 +136,55 @@ def proxy_gradient(model: Model, theta_hat) -> Callable[[Array, Array], Array]:
     return grad_fn
 
 
+def _chain_indices(key, num_chains, num_obs, batch_size, replacement):
+    """Minibatch indices for all chains at once, shape (chain, B)."""
+    if replacement:
+        return jax.random.randint(key, (num_chains, batch_size), 0, num_obs)
+    u = jax.random.uniform(key, (num_chains, num_obs))
+    return jax.lax.top_k(u, batch_size)[1]  # a uniformly random B-subset per chain
+
+
 @partial(jax.jit, static_argnames=("step", "num_obs", "batch_size", "replacement", "num_draws",
                                    "thin", "burn_in"))
-def _run_chain(key, state, *, step, num_obs, batch_size, replacement, num_draws, thin, burn_in):
-    def one(state, key):
+def _run_chains(key, states, *, step, num_obs, batch_size, replacement, num_draws, thin,
+                burn_in):
+    num_chains = states.position.shape[0]
+    vstep = jax.vmap(step)
+
+    def one(states, key):
         k_idx, k_noise = jax.random.split(key)
-        idx = minibatch_indices(k_idx, num_obs, batch_size, replacement)
-        state, _ = step(k_noise, state, idx)
-        return state, None
+        idx = _chain_indices(k_idx, num_chains, num_obs, batch_size, replacement)
+        states, _ = vstep(jax.random.split(k_noise, num_chains), states, idx)
+        return states, None
 
     k_burn, k_run = jax.random.split(key)
     if burn_in:
-        state, _ = jax.lax.scan(one, state, jax.random.split(k_burn, burn_in))
+        states, _ = jax.lax.scan(one, states, jax.random.split(k_burn, burn_in))
 
-    def block(state, key):
-        state, _ = jax.lax.scan(one, state, jax.random.split(key, thin))
-        return state, state.position
+    def block(states, key):
+        states, _ = jax.lax.scan(one, states, jax.random.split(key, thin))
+        return states, states.position
 
-    state, draws = jax.lax.scan(block, state, jax.random.split(k_run, num_draws))
-    return state, draws
+    states, draws = jax.lax.scan(block, states, jax.random.split(k_run, num_draws))
+    return states, jnp.swapaxes(draws, 0, 1)
 
 
 def sample(key, step, init_positions, *, num_obs: int, batch_size: int, num_draws: int,
            replacement: bool = True, thin: int = 1, burn_in: int = 0):
     """Run chains from `init_positions` (chain, dim); returns (draws (chain, draw, dim), final states).
 
-    Each chain does `burn_in` steps, then `num_draws * thin` steps keeping every `thin`-th.
-    Same key -> same numbers.
+    Each chain does `burn_in` steps, then `num_draws * thin` steps keeping every `thin`-th; the
+    step is vmapped over chains inside one `lax.scan`. Same key -> same numbers.
     """
     init_positions = jnp.atleast_2d(jnp.asarray(init_positions, dtype=jnp.float64))
     if not 1 <= batch_size <= num_obs:
         raise ValueError(f"batch size must be in [1, N={num_obs}]; got {batch_size}")
-    if not replacement and batch_size > num_obs:
-        raise ValueError("without replacement the batch size cannot exceed N")
-    keys = jax.random.split(key, init_positions.shape[0])
     states = jax.vmap(init)(init_positions)
-    run = partial(_run_chain, step=step, num_obs=int(num_obs), batch_size=int(batch_size),
-                  replacement=bool(replacement), num_draws=int(num_draws), thin=int(thin),
-                  burn_in=int(burn_in))
-    final, draws = jax.vmap(run)(keys, states)
+    final, draws = _run_chains(key, states, step=step, num_obs=int(num_obs),
+                               batch_size=int(batch_size), replacement=bool(replacement),
+                               num_draws=int(num_draws), thin=int(thin), burn_in=int(burn_in))
     return draws, final
 
 
 __all__ = ["SGLDState", "SGLDInfo", "init", "minibatch_indices", "build_kernel", "proxy_gradient",
-           "sample"]
+           "sample", "make_sampler"]

@@ -1,0 +1,106 @@
+"""Algorithm 1 in one call and the `inertia calibrate` command-line contract."""
+import argparse
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+import inertia  # noqa: F401
+from inertia.sgmcmc import CalibrationWarning, calibrate, cli
+
+
+def _parser():
+    p = argparse.ArgumentParser(prog="inertia")
+    cli.add_parser(p.add_subparsers(dest="command"))
+    return p
+
+
+def _write_csv(path, X, y, names=None, response="y", sep=","):
+    names = names or [f"x{i}" for i in range(X.shape[1])]
+    lines = [sep.join([response] + names)]
+    lines += [sep.join(f"{v:.17g}" for v in [yy, *row]) for yy, row in zip(y, X)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_calibrate_linear(make_hetero):
+    hetero_linear = make_hetero
+    X, y = hetero_linear(n=400, d=2, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CalibrationWarning)
+        res = calibrate("linear", (X, y), batch_size=20, num_steps=6000, seed=2, num_chains=2,
+                        intercept=True)
+    assert res.draws.shape[0] == 2 and res.draws.shape[2] == 3
+    assert res.tuning.forward_error < 1e-10
+    np.testing.assert_allclose(res.predicted_cov, res.target_cov, rtol=1e-8)
+    assert res.warning is None and res.max_z < res.z_threshold
+    rel = np.linalg.norm(res.empirical_cov - res.target_cov) / np.linalg.norm(res.target_cov)
+    assert rel < 0.15
+    assert np.all(res.ess_empirical > 0) and np.all(res.ess_predicted > 0)
+    np.testing.assert_allclose(res.iat_empirical, res.iat.per_coord, rtol=0.5)
+    js = res.to_json()
+    for k in ("lambda", "theta_hat", "sandwich", "target_cov", "predicted_cov", "empirical_cov",
+              "iat"):
+        assert k in js
+
+
+def test_calibrate_warns_when_prediction_is_wrong():
+    """Logistic regression on 20 nearly separable points: Sigma* is large on the scale where the
+    loss is quadratic, so the proxy's prediction is wrong (4 of 4 data seeds tried warn)."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(20, 1)) * 1.5
+    y = (rng.random(20) < 1 / (1 + np.exp(-3 * X[:, 0]))).astype(float)
+    with pytest.warns(CalibrationWarning, match="standard errors"):
+        res = calibrate("logistic", (X, y), batch_size=10, num_steps=10000, seed=0,
+                        num_chains=2, intercept=True)
+    assert res.max_z > res.z_threshold and res.warning
+
+
+def test_cli_contract(tmp_path, make_hetero):
+    hetero_linear = make_hetero
+    X, y = hetero_linear(n=200, d=2, seed=7)
+    csv_path = _write_csv(tmp_path / "d.csv", X, y, names=["a", "b"], sep=";")
+    out = tmp_path / "r.json"
+    args = _parser().parse_args(
+        ["calibrate", "--csv", str(csv_path), "--response", "y", "--model", "linear",
+         "--batch-size", "10", "--tuning", "dq-exact", "--steps", "3000", "--seed", "1",
+         "--json", str(out), "--subsample", "150", "--without-replacement"])
+    assert args.func(args) == 0
+    js = json.loads(out.read_text())
+    for k in ("lambda", "theta_hat", "sandwich", "target_cov", "predicted_cov", "empirical_cov",
+              "iat"):
+        assert k in js
+    assert np.asarray(js["lambda"]).shape == (3, 3)  # intercept added
+    assert js["parameters"] == ["(intercept)", "a", "b"]
+    assert js["settings"]["replacement"] is False and js["settings"]["subsample"] == 150
+    # SGLD + momentum + beta loss through the same command
+    args = _parser().parse_args(
+        ["calibrate", "--csv", str(csv_path), "--response", "y", "--model", "linear",
+         "--loss", "beta", "--beta-div", "1.3", "--batch-size", "10", "--tuning", "dq-exact",
+         "--steps", "2000", "--seed", "1", "--temperature", "2000", "--momentum", "0.3"])
+    assert args.func(args) == 0
+
+
+def test_cli_bad_input(tmp_path, make_hetero):
+    hetero_linear = make_hetero
+    X, y = hetero_linear(n=50, d=2, seed=7)
+    good = _write_csv(tmp_path / "d.csv", X, y)
+    base = ["calibrate", "--model", "linear", "--batch-size", "5", "--steps", "100",
+            "--seed", "0"]
+    with pytest.raises(ValueError, match="no response column 'z'"):
+        a = _parser().parse_args(base + ["--csv", str(good), "--response", "z"])
+        a.func(a)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("y,x\n1,2\n3,abc\n")
+    with pytest.raises(ValueError, match="non-numeric value 'abc' in column 'x' at line 3"):
+        a = _parser().parse_args(base + ["--csv", str(bad), "--response", "y"])
+        a.func(a)
+    dup = tmp_path / "dup.csv"
+    dup.write_text("y,x1,x2\n" + "".join(f"{i % 3},{i},{2 * i}\n" for i in range(20)))
+    with pytest.raises(ValueError, match="singular curvature J"):
+        a = _parser().parse_args(base + ["--csv", str(dup), "--response", "y"])
+        a.func(a)
+    with pytest.raises(FileNotFoundError):
+        a = _parser().parse_args(base + ["--csv", str(tmp_path / "none.csv"), "--response", "y"])
+        a.func(a)
