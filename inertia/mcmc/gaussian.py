@@ -121,26 +121,35 @@ def _maps_1d(method: Method, params: Params, lam):
     return jax.vmap(one)(lam)
 
 
+@functools.partial(jax.jit, static_argnums=(0,))
+def _maps_1d_grid(method: Method, params: Params, lam):
+    return jax.vmap(lambda p: _maps_1d(method, p, lam))(params)
+
+
 def _w2_from_coords(mq, vq, sd_target):
     return jnp.sqrt(jnp.sum(mq**2 + (jnp.sqrt(jnp.maximum(vq, 0.0)) - sd_target) ** 2, axis=-1))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _scan_w2(method: Method, num_steps: int, record: bool, params, lam, m0, S0, tol):
-    """Scan the decoupled law; return the W2 curve (if record), the first step with W2 <= tol, final W2."""
-    A, Q = _maps_1d(method, params, lam)
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _scan_w2(method: Method, num_steps: int, params, lam, m0, S0, tol):
+    """W2 curves of the decoupled law for a batch of parameters, and the first step with W2 <= tol."""
     sd = 1.0 / jnp.sqrt(lam)
 
-    def body(carry, k):
-        m, S, hit = carry
-        m = jnp.einsum("dij,dj->di", A, m)
-        S = jnp.einsum("dij,djk,dlk->dil", A, S, A) + Q
-        w2 = _w2_from_coords(m[:, 0], S[:, 0, 0], sd)
-        hit = jnp.where((hit < 0) & (w2 <= tol), k + 1, hit)
-        return (m, S, hit), (w2 if record else None)
+    def one(p):
+        A, Q = _maps_1d(method, p, lam)
 
-    (m, S, hit), curve = jax.lax.scan(body, (m0, S0, jnp.asarray(-1)), jnp.arange(num_steps))
-    return curve, hit, _w2_from_coords(m[:, 0], S[:, 0, 0], sd)
+        def body(carry, k):
+            m, S, hit = carry
+            m = jnp.einsum("dij,dj->di", A, m)
+            S = jnp.einsum("dij,djk,dlk->dil", A, S, A) + Q
+            w2 = _w2_from_coords(m[:, 0], S[:, 0, 0], sd)
+            hit = jnp.where((hit < 0) & (w2 <= tol), k + 1, hit)
+            return (m, S, hit), w2
+
+        (_, _, hit), curve = jax.lax.scan(body, (m0, S0, jnp.asarray(-1)), jnp.arange(num_steps))
+        return curve, hit
+
+    return jax.vmap(one)(params)
 
 
 class StationaryLaw(NamedTuple):
@@ -195,14 +204,40 @@ class GaussianDiagnostics:
         mq = self.U.T @ (x0 - self.mean)
         return float(np.sqrt(np.sum(mq**2 + (np.sqrt(init_var) - 1.0 / np.sqrt(self.lam)) ** 2)))
 
+    def grid_curves(self, method, *, step_size, gamma=None, alpha=None, num_steps, tol=0.0,
+                    init_mean=None, init_var=1.0):
+        """Exact W2 curves (n, num_steps + 1) for n parameter triples, and the first step with
+        W2 <= tol (-1 if none) — one compiled scan for the whole grid."""
+        m = _method(method)
+        m0, S0 = self.initial_coords(m, init_mean, init_var)
+        h = np.atleast_1d(np.asarray(step_size, dtype=np.float64))
+        n = h.shape[0]
+        g = np.broadcast_to(np.asarray(1.0 if gamma is None else gamma, dtype=np.float64), (n,))
+        a = np.broadcast_to(np.asarray(0.0 if alpha is None else alpha, dtype=np.float64), (n,))
+        curves, hit = _scan_w2(m, int(num_steps), Params(jnp.asarray(h), jnp.asarray(g), jnp.asarray(a)),
+                               jnp.asarray(self.lam), jnp.asarray(m0), jnp.asarray(S0), tol)
+        w0 = np.full((n, 1), self.initial_w2(init_mean, init_var))
+        hit = np.asarray(hit)
+        hit = np.where((w0[:, 0] <= tol), 0, hit)
+        return np.concatenate([w0, np.asarray(curves)], axis=1), hit
+
+    def rates(self, method, *, step_size, gamma=None, alpha=None) -> np.ndarray:
+        """Contraction rate (largest |eigenvalue| of the step's linear part) for each grid point."""
+        m = _method(method)
+        h = np.atleast_1d(np.asarray(step_size, dtype=np.float64))
+        n = h.shape[0]
+        g = np.broadcast_to(np.asarray(1.0 if gamma is None else gamma, dtype=np.float64), (n,))
+        a = np.broadcast_to(np.asarray(0.0 if alpha is None else alpha, dtype=np.float64), (n,))
+        A, _ = _maps_1d_grid(m, Params(jnp.asarray(h), jnp.asarray(g), jnp.asarray(a)),
+                             jnp.asarray(self.lam))
+        return np.max(np.abs(np.linalg.eigvals(np.asarray(A))), axis=-1).max(axis=-1)
+
     def w2_curve(self, method, *, step_size, gamma=None, alpha=None, num_steps, init_mean=None,
                  init_var=1.0) -> np.ndarray:
         """Exact W2(law of q_k, target) for k = 0..num_steps."""
-        m = _method(method)
-        m0, S0 = self.initial_coords(m, init_mean, init_var)
-        curve, _, _ = _scan_w2(m, int(num_steps), True, self._params(m, step_size, gamma, alpha),
-                               jnp.asarray(self.lam), jnp.asarray(m0), jnp.asarray(S0), 0.0)
-        return np.concatenate([[self.initial_w2(init_mean, init_var)], np.asarray(curve)])
+        curves, _ = self.grid_curves(method, step_size=step_size, gamma=gamma, alpha=alpha,
+                                     num_steps=num_steps, init_mean=init_mean, init_var=init_var)
+        return curves[0]
 
     def steps_to(self, method, *, step_size, gamma=None, alpha=None, tol, max_steps, init_mean=None,
                  init_var=1.0):
@@ -210,19 +245,12 @@ class GaussianDiagnostics:
 
         step_size, gamma, alpha may be equal-length arrays (a grid); results are then arrays.
         """
-        m = _method(method)
-        m0, S0 = self.initial_coords(m, init_mean, init_var)
-        h = np.atleast_1d(np.asarray(step_size, dtype=np.float64))
-        n = h.shape[0]
-        g = np.broadcast_to(np.asarray(1.0 if gamma is None else gamma, dtype=np.float64), (n,))
-        a = np.broadcast_to(np.asarray(0.0 if alpha is None else alpha, dtype=np.float64), (n,))
-        run = jax.vmap(lambda p: _scan_w2(m, int(max_steps), False, p, jnp.asarray(self.lam),
-                                          jnp.asarray(m0), jnp.asarray(S0), tol)[1:])
-        hit, final = run(Params(jnp.asarray(h), jnp.asarray(g), jnp.asarray(a)))
-        hit, final = np.asarray(hit), np.asarray(final)
+        curves, hit = self.grid_curves(method, step_size=step_size, gamma=gamma, alpha=alpha,
+                                       num_steps=max_steps, tol=tol, init_mean=init_mean,
+                                       init_var=init_var)
         if np.ndim(step_size) == 0:
-            return int(hit[0]), float(final[0])
-        return hit, final
+            return int(hit[0]), float(curves[0, -1])
+        return hit, curves[:, -1]
 
     def coordinate_maps(self, method, *, step_size, gamma=None, alpha=None):
         """Per-eigen-direction (A_i, Q_i) of one step."""
