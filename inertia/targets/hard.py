@@ -227,3 +227,39 @@ def ball_gap_of_standard(kappa, a, d):
     res = scipy.optimize.minimize_scalar(F, bounds=(0.5, 1.0), method="bounded",
                                          options={"xatol": 1e-12})
     return float(F(1.0) - min(res.fun, F(1.0))), float(res.x)
+
+
+def _laguerre(order, d):
+    """Nodes/weights for E g(|x_perp|) with x_perp ~ N(0, I_{d-1}): |x_perp| = sqrt(2 u), u ~ Gamma((d-1)/2)."""
+    import scipy.special
+
+    alpha = 0.5 * (d - 1) - 1.0
+    u, w = scipy.special.roots_genlaguerre(int(order), alpha)
+    return np.sqrt(2.0 * u), w / math.exp(scipy.special.gammaln(alpha + 1.0))
+
+
+def symmetric_objective(kappa, R, a, d, mu, sig_v, sig_perp, *, order=256):
+    """F_v(q) for q = N(mu v, sig_v^2 v v^T + sig_perp^2 (I - v v^T)) (constant -(d/2)log(2 pi e)
+    dropped): the half-space cap energy in closed form, the rest of (kappa-1) E e_{K_v} by
+    Gauss-Hermite (along v) x generalised Gauss-Laguerre (|x_perp|) quadrature of `order` nodes."""
+    from .glm import hermite_nodes
+
+    z, wz = hermite_nodes(order)
+    r, wr = _laguerre(order, d)
+    t = mu + sig_v * z
+    c = _corr_2d(kappa, R, a, t[:, None], sig_perp * r[None, :])
+    corr = float(wz @ c @ wr)
+    return (0.5 * (mu * mu + sig_v**2 + (d - 1) * sig_perp**2) - math.log(sig_v)
+            - (d - 1) * math.log(sig_perp) + float(halfspace_energy(kappa, R, mu, sig_v**2)) + corr)
+
+
+def symmetric_optimum(kappa, R, a, d, *, order=256):
+    """min F_v over Gaussians: by the symmetry of V_v (rotations fixing v) and uniqueness the optimum
+    is N(mu v, sig_v^2 v v^T + sig_perp^2 (I - v v^T)); a 3-parameter problem started at the
+    half-space optimum. Returns (mu, sig_v, sig_perp, F*)."""
+    mu0, s0, _, _ = halfspace_optimum(kappa, R)
+    fun = lambda p: symmetric_objective(kappa, R, a, d, p[0], math.exp(p[1]), math.exp(p[2]),
+                                        order=order)
+    res = scipy.optimize.minimize(fun, np.array([mu0, math.log(s0), 0.0]), method="Nelder-Mead",
+                                  options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 20000})
+    return float(res.x[0]), math.exp(res.x[1]), math.exp(res.x[2]), float(res.fun)

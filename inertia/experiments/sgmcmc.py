@@ -1,0 +1,707 @@
+"""Experiments of the calibrated SG(L)D paper (spec SGMCMC.md section 6):
+`inertia reproduce sgmcmc-linear | sgmcmc-boston | sgmcmc-poisson | sgmcmc-predict | sgmcmc-nn |
+sgmcmc-cost [--quick]`. Every cell is saved as JSON; a rerun resumes. We use SGD (beta = inf) as
+the paper does; runs start at theta_hat and drop the first 10 % of iterations.
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ._runner import CellStore, cell_key, dump_json, markdown_table, run_cells, write_text
+
+THETA_SEED = 20260  # theta* ~ N(0, I) is fixed across data sets ("fixed throughout")
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _finish(out: Path, name: str, store: CellStore, summary: dict, table: str, t0: float) -> dict:
+    summary.update(experiment=name, cells_computed=store.computed, cells_reused=store.reused,
+                   seconds=time.perf_counter() - t0)
+    dump_json(summary, out / "results.json")
+    write_text(out / "results.md", f"# {name}\n\n{table}")
+    return summary
+
+
+def _interval(vals):
+    """Mean and 2.5 / 97.5 percentiles (None entries are divergent runs -> inf)."""
+    v = np.array([np.inf if x is None else float(x) for x in vals])
+    if v.size == 0:
+        return None
+    if not np.all(np.isfinite(v)):
+        return {"mean": math.inf, "lo": float(np.nanpercentile(v, 2.5)), "hi": math.inf,
+                "diverged": int(np.sum(~np.isfinite(v)))}
+    return {"mean": float(v.mean()), "lo": float(np.percentile(v, 2.5)),
+            "hi": float(np.percentile(v, 97.5))}
+
+
+def _fmt(iv, digits=3):
+    if iv is None:
+        return "—"
+    if not math.isfinite(iv["mean"]):
+        return "∞"
+    m = iv["mean"]
+    f = (lambda x: f"{x:.{digits}f}") if abs(m) < 1e3 else (lambda x: f"{x:.2e}")
+    return f"{f(m)} [{f(iv['lo'])}, {f(iv['hi'])}]"
+
+
+# ----------------------------------------------------------------------------------- data
+def sim_linear(seed, D, N, *, p_out=0.01, b=5.0, s=5.0):
+    """Heteroskedastic misspecified linear regression with outliers (Sec. 6.1): (X, y, theta*)."""
+    theta = np.random.default_rng(THETA_SEED).normal(size=D)
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    scale = np.sqrt(1.0 + np.sum(X ** 2, axis=1))
+    y = X @ theta + scale * rng.normal(size=N)
+    out = rng.choice(N, size=int(round(p_out * N)), replace=False)
+    y[out] = X[out] @ theta + b + s * scale[out] * rng.normal(size=out.size)
+    return X, y, theta
+
+
+def sim_poisson(seed, D, N, *, theta_scale=1.0):
+    """Well-specified Poisson regression y ~ Poisson(exp(x^T theta*)), x ~ N(0, I) (Sec. 6.2)."""
+    theta = theta_scale * np.random.default_rng(THETA_SEED).normal(size=D)
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    return X, rng.poisson(np.exp(X @ theta)).astype(float), theta
+
+
+def _boston():
+    from inertia.data import load_dataset
+
+    # the paper's 12 predictors: all but CHAS (so B is kept, see docs/sgmcmc.md)
+    ds = load_dataset("boston", include_b=True, drop=("CHAS",))
+    return ds.X, np.asarray(ds.y, float)
+
+
+def _german():
+    from inertia.data import load_dataset
+
+    ds = load_dataset("german")
+    return ds.X, np.asarray(ds.y, float)
+
+
+# ----------------------------------------------------------------------------- runs
+def _tuned_runs(model, curv, methods, B, epochs, seed, theta_star=None, max_draws=20_000):
+    """Tune Lambda by each method, run SGD for `epochs` epochs; covariance / calibration errors."""
+    import jax
+    import scipy.stats
+
+    from inertia.sgmcmc import kernels, rel_fro, stationary, tune
+
+    N, D = model.num_obs, model.dim
+    steps = int(math.ceil(epochs * N / B))
+    burn = steps // 10
+    thin = max(1, (steps - burn) // max_draws)
+    sampler = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B,
+                                   num_draws=(steps - burn) // thin, thin=thin, burn_in=burn)
+    target = curv.target_cov
+    out = {}
+    for k, meth in enumerate(methods):
+        rec = {"method": meth}
+        try:
+            t = tune(curv, method=meth, batch_size=B, check=False)
+        except ValueError as err:
+            out[meth] = dict(rec, error=str(err), cov_err=None, calib_err=None)
+            continue
+        try:
+            pred = stationary(curv, t.Lambda, batch_size=B).cov
+            rec["predicted_cov_err"] = rel_fro(pred, target)
+        except ValueError as err:
+            rec["predicted_cov_err"] = None
+            rec["prediction_error"] = str(err)
+        t0 = time.perf_counter()
+        draws = np.asarray(sampler(jax.random.key(seed * 1000 + k), t.Lambda,
+                                   curv.theta_hat[None]))[0]
+        rec["sample_seconds"] = time.perf_counter() - t0
+        if not np.all(np.isfinite(draws)) or np.abs(draws).max() > 1e100:
+            out[meth] = dict(rec, cov_err=None, calib_err=None, diverged=True)
+            continue
+        emp = np.cov(draws.T)
+        rec["cov_err"] = rel_fro(emp, target)
+        rec["var_ratio"] = (np.diag(emp) / np.diag(target)).tolist()
+        if theta_star is not None:
+            q = np.mean(draws <= theta_star[None, :], axis=0)
+            rec["calib_err"] = float(scipy.stats.kstest(q, "uniform").statistic)
+        out[meth] = rec
+    return out
+
+
+def _gaussian_refs(curv, theta_star=None):
+    """The Posterior (H^-1 / N) and Sandwich Gauss columns: exact, no sampling."""
+    import scipy.stats
+
+    from inertia.sgmcmc import rel_fro
+
+    res = {}
+    for name, S in (("posterior", curv.posterior_cov), ("sandwich", curv.target_cov)):
+        rec = {"cov_err": rel_fro(S, curv.target_cov)}
+        if theta_star is not None:
+            q = scipy.stats.norm.cdf((theta_star - curv.theta_hat) / np.sqrt(np.diag(S)))
+            rec["calib_err"] = float(scipy.stats.kstest(q, "uniform").statistic)
+        res[name] = rec
+    return res
+
+
+def _table_rows(cells, groups, methods, metric):
+    rows = []
+    for g, label in groups:
+        vals = [cells[k] for k in g]
+        rows.append(label + [_fmt(_interval([v.get(m, {}).get(metric) for v in vals]))
+                             for m in methods])
+    return rows
+
+
+def _bar_plot(path, summary, methods, metric, title):
+    plt = _plt()
+    keys = list(summary)
+    fig, ax = plt.subplots(figsize=(1.8 + 1.6 * len(keys), 3.2))
+    w = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        means, errs = [], [[], []]
+        for k in keys:
+            iv = summary[k].get(m, {}).get(metric)
+            if iv is None or not math.isfinite(iv["mean"]):
+                means.append(np.nan)
+                errs[0].append(0)
+                errs[1].append(0)
+            else:
+                means.append(iv["mean"])
+                errs[0].append(iv["mean"] - iv["lo"])
+                errs[1].append(iv["hi"] - iv["mean"])
+        ax.bar(np.arange(len(keys)) + j * w, means, w, yerr=errs, label=m, capsize=2)
+    ax.set_xticks(np.arange(len(keys)) + 0.4 - w / 2)
+    ax.set_xticklabels(keys, fontsize=7)
+    ax.set_ylabel(metric)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _summarise(cells, spec_keys, methods, metrics):
+    """{group label: {method: {metric: interval}}}."""
+    out = {}
+    for label, keys in spec_keys:
+        vals = [cells[k] for k in keys]
+        out[label] = {m: {mt: _interval([v.get(m, {}).get(mt) for v in vals]) for mt in metrics}
+                      for m in methods}
+    return out
+
+
+# ---------------------------------------------------------------------------- sgmcmc-linear
+LINEAR_FULL = dict(D=50, N=5000, runs=30, epochs=100)
+LINEAR_QUICK = dict(D=5, N=400, runs=2, epochs=10)
+PAPER_T2 = {("log", "16"): dict(posterior=0.943, ct=0.672, **{"lr-ws": 0.995, "dq-exact": 0.664}),
+            ("log", "0.1N"): dict(posterior=0.943, ct=0.975, **{"lr-ws": 0.996, "dq-exact": 0.672}),
+            ("beta", "16"): dict(ct=0.640, **{"lr-ws": 1.115, "dq-exact": 0.695}),
+            ("beta", "0.1N"): dict(ct=1.006, **{"lr-ws": 1.322, "dq-exact": 0.748})}
+
+
+def _linear_cell(seed, loss, B, cfg):
+    from inertia.sgmcmc import linear_regression
+    from inertia.sgmcmc.offline import offline
+
+    X, y, theta = sim_linear(seed, cfg["D"], cfg["N"])
+    model = linear_regression(X, y, loss=loss, beta_div=1.5)
+    curv = offline(model)
+    res = _tuned_runs(model, curv, ("ct", "lr-ws", "dq-exact"), B, cfg["epochs"], seed, theta)
+    res.update(_gaussian_refs(curv, theta))
+    res["grad_norm"] = curv.grad_norm
+    return res
+
+
+def run_linear(out, quick=False, **_):
+    """Table 2: simulated misspecified linear regression, log loss and beta-loss."""
+    out, t0 = Path(out), time.perf_counter()
+    cfg = LINEAR_QUICK if quick else LINEAR_FULL
+    store = CellStore(out / "cells")
+    Bs = (16, cfg["N"] // 10)
+    cells, groups = [], []
+    for loss in ("log", "beta"):
+        for B, bl in zip(Bs, ("16", "0.1N")):
+            keys = []
+            for s in range(cfg["runs"]):
+                k = cell_key(exp="linear", loss=loss, B=B, seed=s, D=cfg["D"], N=cfg["N"],
+                             epochs=cfg["epochs"])
+                cells.append((k, lambda s=s, loss=loss, B=B: _linear_cell(s, loss, B, cfg)))
+                keys.append(k)
+            groups.append((f"{loss} B={bl}", keys))
+    res = run_cells(store, cells, "sgmcmc-linear")
+    methods = ("posterior", "ct", "lr-ws", "dq-exact", "sandwich")
+    summ = _summarise(res, groups, methods, ("cov_err", "calib_err"))
+    table = ""
+    for metric in ("calib_err", "cov_err"):
+        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
+        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} data sets)\n\n"
+        table += markdown_table(["loss, B"] + list(methods), rows)
+    rows = [[f"{l} B={b}"] + [PAPER_T2[(l, b)].get(m, "—") for m in methods]
+            for (l, b) in PAPER_T2]
+    table += "\n## paper, Table 2 (covariance error, means)\n\n" + markdown_table(
+        ["loss, B"] + list(methods), rows)
+    table += f"\nsettings: {cfg}\n"
+    _bar_plot(out / "cov_err.png", summ, methods, "cov_err", "Table 2: covariance error")
+    return _finish(out, "sgmcmc-linear", store, {"config": cfg, "summary": summ}, table, t0)
+
+
+# ---------------------------------------------------------------------------- sgmcmc-boston
+BOSTON_FULL = dict(runs=30, epochs=100)
+BOSTON_QUICK = dict(runs=1, epochs=10)
+PAPER_T3 = {("log", "16"): dict(posterior=0.358, ct=0.247, **{"lr-ws": 9.23e8, "dq-exact": 0.337}),
+            ("log", "0.1N"): dict(posterior=0.358, ct=0.589, **{"lr-ws": 1.40e7, "dq-exact": 0.352}),
+            ("beta", "16"): dict(ct=2.054, **{"lr-ws": math.inf, "dq-exact": 2.782}),
+            ("beta", "0.1N"): dict(ct=3.126, **{"lr-ws": math.inf, "dq-exact": 1.398})}
+
+
+def _boston_setup(loss):
+    from inertia.sgmcmc import linear_regression
+    from inertia.sgmcmc.offline import offline
+
+    X, y = _boston()
+    model = linear_regression(X, y, loss=loss, beta_div=1.5)  # no intercept, sigma = OLS sd
+    return model, offline(model)
+
+
+def _boston_cell(loss, B, seed, cfg):
+    model, curv = _boston_setup(loss)
+    res = _tuned_runs(model, curv, ("ct", "lr-ws", "dq-exact"), B, cfg["epochs"], seed)
+    res.update(_gaussian_refs(curv))
+    return res
+
+
+def run_boston(out, quick=False, **_):
+    """Table 3: Boston housing, 12 standardised predictors (no CHAS), no intercept."""
+    out, t0 = Path(out), time.perf_counter()
+    cfg = BOSTON_QUICK if quick else BOSTON_FULL
+    store = CellStore(out / "cells")
+    N = 506
+    cells, groups = [], []
+    for loss in ("log", "beta"):
+        for B, bl in zip((16, N // 10), ("16", "0.1N")):
+            keys = []
+            for s in range(cfg["runs"]):
+                k = cell_key(exp="boston", loss=loss, B=B, seed=s, epochs=cfg["epochs"])
+                cells.append((k, lambda s=s, loss=loss, B=B: _boston_cell(loss, B, s, cfg)))
+                keys.append(k)
+            groups.append((f"{loss} B={bl}", keys))
+    res = run_cells(store, cells, "sgmcmc-boston")
+    methods = ("posterior", "ct", "lr-ws", "dq-exact", "sandwich")
+    summ = _summarise(res, groups, methods, ("cov_err",))
+    rows = [[lab] + [_fmt(summ[lab][m]["cov_err"]) for m in methods] for lab, _ in groups]
+    table = f"## covariance error (mean [2.5 %, 97.5 %] over {cfg['runs']} SGD runs)\n\n"
+    table += markdown_table(["loss, B"] + list(methods), rows)
+    rows = [[f"{l} B={b}"] + [PAPER_T3[(l, b)].get(m, "—") for m in methods] for (l, b) in PAPER_T3]
+    table += "\n## paper, Table 3 (means)\n\n" + markdown_table(["loss, B"] + list(methods), rows)
+    notes = {}
+    for loss in ("log", "beta"):
+        _, curv = _boston_setup(loss)
+        notes[loss] = {"sigma": curv.sigma, "D": curv.dim, "N": curv.num_obs}
+    table += f"\nsettings: {cfg}; model facts: {notes}\n"
+    _bar_plot(out / "cov_err.png", summ, ("posterior", "ct", "dq-exact"), "cov_err",
+              "Table 3 (Boston): covariance error")
+    return _finish(out, "sgmcmc-boston", store, {"config": cfg, "summary": summ, "notes": notes},
+                   table, t0)
+
+
+# ---------------------------------------------------------------------------- sgmcmc-poisson
+POISSON_FULL = dict(D=50, N=5000, runs=30, epochs=100)
+POISSON_QUICK = dict(D=5, N=400, runs=1, epochs=10)
+PAPER_T4 = {("simulated", "16"): dict(ct=0.207, **{"dq-const": 0.672, "dq-exact": 0.208}),
+            ("simulated", "0.1N"): dict(ct=0.230, **{"dq-const": 0.991, "dq-exact": 0.211}),
+            ("credit", "16"): dict(ct=0.132, **{"dq-const": 0.982, "dq-exact": 0.157}),
+            ("credit", "0.1N"): dict(ct=0.191, **{"dq-const": 0.997, "dq-exact": 0.154})}
+
+
+def _poisson_cell(data, B, seed, cfg):
+    from inertia.sgmcmc import poisson_regression
+    from inertia.sgmcmc.offline import offline
+
+    if data == "simulated":
+        X, y, theta = sim_poisson(seed, cfg["D"], cfg["N"])
+        model = poisson_regression(X, y)
+    else:
+        X, y = _german()
+        theta = None
+        model = poisson_regression(X, y, intercept=True)
+    curv = offline(model)
+    res = _tuned_runs(model, curv, ("ct", "dq-const", "dq-exact"), B, cfg["epochs"], seed, theta)
+    res["grad_norm"] = curv.grad_norm
+    return res
+
+
+def run_poisson(out, quick=False, **_):
+    """Table 4: simulated (well-specified) Poisson regression and German credit."""
+    out, t0 = Path(out), time.perf_counter()
+    cfg = POISSON_QUICK if quick else POISSON_FULL
+    store = CellStore(out / "cells")
+    cells, groups = [], []
+    for data, N in (("simulated", cfg["N"]), ("credit", 1000)):
+        for B, bl in zip((16, N // 10), ("16", "0.1N")):
+            keys = []
+            for s in range(cfg["runs"]):
+                k = cell_key(exp="poisson", data=data, B=B, seed=s, D=cfg["D"], N=N,
+                             epochs=cfg["epochs"])
+                cells.append((k, lambda s=s, data=data, B=B: _poisson_cell(data, B, s, cfg)))
+                keys.append(k)
+            groups.append((f"{data} B={bl}", keys))
+    res = run_cells(store, cells, "sgmcmc-poisson")
+    methods = ("ct", "dq-const", "dq-exact")
+    summ = _summarise(res, groups, methods, ("cov_err", "calib_err"))
+    table = ""
+    for metric in ("calib_err", "cov_err"):
+        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
+        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} runs)\n\n"
+        table += markdown_table(["data, B"] + list(methods), rows)
+    rows = [[f"{d} B={b}"] + [PAPER_T4[(d, b)][m] for m in methods] for (d, b) in PAPER_T4]
+    table += "\n## paper, Table 4 (covariance error, means)\n\n" + markdown_table(
+        ["data, B"] + list(methods), rows)
+    table += f"\nsettings: {cfg}\n"
+    _bar_plot(out / "cov_err.png", summ, methods, "cov_err", "Table 4: covariance error")
+    return _finish(out, "sgmcmc-poisson", store, {"config": cfg, "summary": summ}, table, t0)
+
+
+# ---------------------------------------------------------------------------- sgmcmc-predict
+PREDICT_FULL = dict(D=20, N=1000, Bs=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512), epochs=200,
+                    pD=10, pN=1000, lams=(0.1, 0.3, 0.5), pepochs=400)
+PREDICT_QUICK = dict(D=5, N=400, Bs=(4, 32, 200), epochs=30, pD=4, pN=400, lams=(0.1, 0.5),
+                     pepochs=40)
+PAPER_E1 = {"simulated": {0.1: (0.237, 0.302, 0.030), 0.3: (0.479, 0.631, 0.096),
+                          0.5: (0.545, 0.651, 0.202)},
+            "credit": {0.1: (0.0367, 0.037, 0.004), 0.3: (0.098, 0.099, 0.025),
+                       0.5: (0.124, 0.126, 0.041)}}
+
+
+def _fig1_cell(B, cfg):
+    """Fig. 1: each rule's Lambda for the sandwich target; predicted and empirical errors."""
+    from inertia.sgmcmc import linear_regression
+    from inertia.sgmcmc.offline import offline
+
+    X, y, _ = sim_linear(0, cfg["D"], cfg["N"], p_out=0.0)
+    model = linear_regression(X, y)
+    curv = offline(model)
+    return _tuned_runs(model, curv, ("ct", "dq-const", "lr-ws", "dq-exact"), B, cfg["epochs"], 1)
+
+
+def _e1_model(data, cfg):
+    from inertia.sgmcmc import poisson_regression
+    from inertia.sgmcmc.offline import offline
+
+    if data == "simulated":
+        X, y, _ = sim_poisson(0, cfg["pD"], cfg["pN"], theta_scale=1 / math.sqrt(cfg["pD"]))
+        model = poisson_regression(X, y)
+    else:
+        X, y = _german()
+        model = poisson_regression(X, y, intercept=True)
+    return model, offline(model)
+
+
+def _e1_cell(data, lam, cfg):
+    """Table E.1: Lambda = lam I, B = 32: ||Sigma_theory - Sigma_emp||_F for each theory."""
+    import jax
+
+    from inertia.sgmcmc import kernels, rel_fro, theory_cov
+
+    model, curv = _e1_model(data, cfg)
+    B, N, D = 32, model.num_obs, model.dim
+    L = lam * np.eye(D)
+    mu = np.linalg.eigvalsh(curv.H)
+    rec = {"lambda_mu_max": float(lam * mu[-1])}
+    if lam * mu[-1] >= 2:
+        return dict(rec, error="lambda * mu_max(H) >= 2: SGD unstable")
+    steps = int(cfg["pepochs"] * N / B)
+    burn = steps // 10
+    thin = max(1, (steps - burn) // 50_000)
+    run = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B,
+                               num_draws=(steps - burn) // thin, thin=thin, burn_in=burn)
+    draws = np.asarray(run(jax.random.key(7), L, curv.theta_hat[None]))[0]
+    if not np.all(np.isfinite(draws)):
+        return dict(rec, error="SGD diverged")
+    emp = np.cov(draws.T)
+    for th in ("ct", "dq-const", "dq-exact"):
+        try:
+            S = theory_cov(curv, L, th, batch_size=B)
+            rec[th] = {"fro": float(np.linalg.norm(S - emp)), "rel": rel_fro(S, emp)}
+        except ValueError as err:
+            rec[th] = {"error": str(err)}
+    rec["emp_fro_norm"] = float(np.linalg.norm(emp))
+    return rec
+
+
+def run_predict(out, quick=False, **_):
+    """Fig. 1 (error of each tuning rule vs B) and Table E.1 (predicted vs empirical, Poisson)."""
+    out, t0 = Path(out), time.perf_counter()
+    cfg = PREDICT_QUICK if quick else PREDICT_FULL
+    store = CellStore(out / "cells")
+    cells = [(cell_key(exp="fig1", B=B, D=cfg["D"], N=cfg["N"], epochs=cfg["epochs"]),
+              lambda B=B: _fig1_cell(B, cfg)) for B in cfg["Bs"]]
+    cells += [(cell_key(exp="e1", data=d, lam=lam, D=cfg["pD"], N=cfg["pN"],
+                        epochs=cfg["pepochs"]), lambda d=d, lam=lam: _e1_cell(d, lam, cfg))
+              for d in ("simulated", "credit") for lam in cfg["lams"]]
+    res = run_cells(store, cells, "sgmcmc-predict")
+    methods = ("ct", "dq-const", "lr-ws", "dq-exact")
+    fig1 = {B: res[cells[i][0]] for i, B in enumerate(cfg["Bs"])}
+    rows = []
+    for B, r in fig1.items():
+        rows.append([B] + [f"{_num(r[m].get('predicted_cov_err'))} / {_num(r[m].get('cov_err'))}"
+                           for m in methods])
+    table = ("## Fig. 1: ||Sigma - S*/N||_F / ||S*/N||_F, predicted (exact solve) / empirical "
+             f"(SGD, {cfg['epochs']} epochs), D={cfg['D']}, N={cfg['N']}\n\n")
+    table += markdown_table(["B"] + list(methods), rows)
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for m in methods:
+        Bs = list(fig1)
+        ax.plot(Bs, [_nan(fig1[B][m].get("predicted_cov_err")) for B in Bs], "-", label=f"{m} (pred.)")
+        ax.plot(Bs, [_nan(fig1[B][m].get("cov_err")) for B in Bs], "o", ms=3,
+                color=ax.lines[-1].get_color())
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size B")
+    ax.set_ylabel("relative covariance error vs sandwich")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fig1.png", dpi=110)
+    plt.close(fig)
+    e1 = {}
+    rows = []
+    k0 = len(cfg["Bs"])
+    for i, (d, lam) in enumerate((d, lam) for d in ("simulated", "credit") for lam in cfg["lams"]):
+        r = res[cells[k0 + i][0]]
+        e1[f"{d} lambda={lam}"] = r
+        paper = PAPER_E1[d].get(lam)
+        rows.append([d, lam] + [_num(r.get(th, {}).get("fro")) if "error" not in r else r["error"]
+                                for th in ("ct", "dq-const", "dq-exact")]
+                    + [" / ".join(map(str, paper)) if paper else "—"])
+    table += ("\n## Table E.1: ||Sigma_theory - Sigma_emp||_F, Poisson, B = 32, Lambda = lambda I"
+              "\n\n")
+    table += markdown_table(["data", "lambda", "ct", "dq-const", "dq-exact",
+                             "paper ct / dq-const / dq-exact"], rows)
+    table += f"\nsettings: {cfg}\n"
+    return _finish(out, "sgmcmc-predict", store, {"config": cfg, "fig1": fig1, "e1": e1}, table,
+                   t0)
+
+
+def _num(x):
+    return "∞" if x is None else f"{x:.3g}"
+
+
+def _nan(x):
+    return np.nan if x is None else x
+
+
+# ---------------------------------------------------------------------------- sgmcmc-nn
+NN_FULL = dict(lams=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 0.5), reps=30, epochs=300,
+               max_steps=400_000)
+NN_QUICK = dict(lams=(0.03, 0.3), reps=1, epochs=20, max_steps=10_000)
+NN_SIZES = ((10, 2), (2, 3), (3, 1))
+
+
+def _nn_loss():
+    import jax.numpy as jnp
+
+    def forward(theta, x):
+        h, k = x, 0
+        for j, (a, b) in enumerate(NN_SIZES):
+            W = theta[k:k + a * b].reshape(a, b)
+            c = theta[k + a * b:k + a * b + b]
+            k += a * b + b
+            h = h @ W + c
+            if j < len(NN_SIZES) - 1:
+                h = jnp.tanh(h)
+        return h[0]
+
+    def loss(theta, datum):
+        x, y = datum
+        return 0.5 * (y - forward(theta, x)) ** 2
+
+    return loss, sum(a * b + b for a, b in NN_SIZES)
+
+
+def _nn_setup():
+    import sklearn.datasets
+
+    from inertia.sgmcmc import from_loss
+    from inertia.sgmcmc.offline import curvature, fit_map
+
+    d = sklearn.datasets.load_diabetes()
+    X = (d.data - d.data.mean(0)) / d.data.std(0)
+    y = (d.target - d.target.mean()) / d.target.std()
+    loss, dim = _nn_loss()
+    model = from_loss(loss, (X, y), dim, name="tanh-10-2-3-1")
+    best = None
+    for s in range(5):  # a few random starts; keep the lowest local minimum with J > 0
+        th0 = np.random.default_rng(s).normal(size=dim) * 0.5
+        fit = fit_map(model, th0)
+        curv = curvature(model, fit.theta)
+        if np.linalg.eigvalsh(curv.J)[0] > 0 and (best is None or fit.objective < best[0]):
+            best = (fit.objective, curv)
+    if best is None:
+        raise RuntimeError("no local minimum with positive-definite curvature found")
+    return model, best[1]
+
+
+_NN_CACHE = {}
+
+
+def _nn_cell(lam, rep, cfg):
+    import jax
+
+    from inertia.sgmcmc import iat, kernels, rel_fro, stationary, theory_cov
+
+    if "setup" not in _NN_CACHE:
+        _NN_CACHE["setup"] = _nn_setup()
+    model, curv = _NN_CACHE["setup"]
+    B, N, D = 32, model.num_obs, model.dim
+    L = lam * np.eye(D)
+    mu = np.linalg.eigvalsh(curv.H)
+    rec = {"lambda_mu_max": float(lam * mu[-1])}
+    try:
+        st = stationary(curv, L, batch_size=B)
+    except ValueError as err:
+        return dict(rec, error=str(err))
+    tau = iat(st).worst
+    steps = int(min(max(cfg["epochs"] * N / B, 50 * tau), cfg["max_steps"]))
+    burn = min(steps // 2, max(steps // 10, int(5 * tau)))
+    thin = max(1, (steps - burn) // 50_000)
+    run = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B,
+                               num_draws=(steps - burn) // thin, thin=thin, burn_in=burn)
+    draws = np.asarray(run(jax.random.key(100 + rep), L, curv.theta_hat[None]))[0]
+    if not np.all(np.isfinite(draws)):
+        return dict(rec, error="SGD diverged")
+    emp = np.cov(draws.T)
+    rec.update(iat=tau, steps=steps, n_eff=(steps - burn) / tau,
+               left_mode=float(np.linalg.norm(draws.mean(0) - curv.theta_hat)
+                               / np.sqrt(np.trace(emp))))
+    for th in ("ct", "dq-const", "dq-exact"):
+        try:
+            rec[th] = rel_fro(theory_cov(curv, L, th, batch_size=B), emp)
+        except ValueError as err:
+            rec[th] = None
+            rec[th + "_error"] = str(err)
+    return rec
+
+
+def run_nn(out, quick=False, **_):
+    """Fig. 2: tanh network 10 -> 2 -> 3 -> 1 on diabetes; predicted vs empirical covariance."""
+    out, t0 = Path(out), time.perf_counter()
+    cfg = NN_QUICK if quick else NN_FULL
+    store = CellStore(out / "cells")
+    cells = [(cell_key(exp="nn", lam=lam, rep=r, epochs=cfg["epochs"], max_steps=cfg["max_steps"]),
+              lambda lam=lam, r=r: _nn_cell(lam, r, cfg))
+             for lam in cfg["lams"] for r in range(cfg["reps"])]
+    res = run_cells(store, cells, "sgmcmc-nn")
+    theories = ("ct", "dq-const", "dq-exact")
+    summ, rows = {}, []
+    for lam in cfg["lams"]:
+        vals = [res[cell_key(exp="nn", lam=lam, rep=r, epochs=cfg["epochs"],
+                             max_steps=cfg["max_steps"])] for r in range(cfg["reps"])]
+        if any("error" in v for v in vals):
+            summ[lam] = {"error": vals[0].get("error")}
+            rows.append([lam] + ["unstable"] * 3 + ["—", "—"])
+            continue
+        summ[lam] = {th: _interval([v[th] for v in vals]) for th in theories}
+        summ[lam]["iat"] = float(np.mean([v["iat"] for v in vals]))
+        summ[lam]["n_eff"] = float(np.mean([v["n_eff"] for v in vals]))
+        rows.append([lam] + [_fmt(summ[lam][th]) for th in theories]
+                    + [f"{summ[lam]['iat']:.3g}", f"{summ[lam]['n_eff']:.3g}"])
+    table = (f"## Fig. 2: ||Sigma_theory - Sigma_emp||_F / ||Sigma_emp||_F, B = 32, Lambda = "
+             f"lambda I (mean [2.5 %, 97.5 %] over {cfg['reps']} SGD runs)\n\n")
+    table += markdown_table(["lambda"] + list(theories) + ["IAT (pred.)", "n_eff"], rows)
+    table += f"\nsettings: {cfg}\n"
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    lams = [l for l in cfg["lams"] if "error" not in summ[l]]
+    for th in theories:
+        m = np.array([summ[l][th]["mean"] for l in lams])
+        lo = np.array([summ[l][th]["lo"] for l in lams])
+        hi = np.array([summ[l][th]["hi"] for l in lams])
+        ax.plot(lams, m, "-o", ms=3, label=th)
+        ax.fill_between(lams, lo, hi, alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("learning rate lambda")
+    ax.set_ylabel("relative covariance prediction error")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "fig2.png", dpi=110)
+    plt.close(fig)
+    return _finish(out, "sgmcmc-nn", store, {"config": cfg, "summary": summ}, table, t0)
+
+
+# ---------------------------------------------------------------------------- sgmcmc-cost
+COST_FULL = dict(Ds=(5, 10, 20, 50), N=1000, B=64, epochs=10, repeats=5)
+COST_QUICK = dict(Ds=(5, 10), N=400, B=64, epochs=10, repeats=2)
+
+
+def _cost_cell(kind, D, cfg):
+    import jax
+
+    from inertia.sgmcmc import kernels, linear_regression, poisson_regression, tune
+    from inertia.sgmcmc.offline import offline
+
+    N, B = cfg["N"], cfg["B"]
+    if kind == "linear":
+        X, y, _ = sim_linear(0, D, N)
+        model = linear_regression(X, y)
+    else:
+        X, y, _ = sim_poisson(0, D, N, theta_scale=1 / math.sqrt(D))
+        model = poisson_regression(X, y)
+    t0 = time.perf_counter()
+    curv = offline(model)
+    t_off = time.perf_counter() - t0
+    lam_t = []
+    for _ in range(cfg["repeats"]):
+        t0 = time.perf_counter()
+        t = tune(curv, batch_size=B, check=False)
+        lam_t.append(time.perf_counter() - t0)
+    steps = int(cfg["epochs"] * N / B)
+    t0 = time.perf_counter()
+    run = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B, num_draws=steps)
+    np.asarray(run(jax.random.key(0), t.Lambda, curv.theta_hat[None]))
+    first = time.perf_counter() - t0
+    samp_t = []
+    for r in range(cfg["repeats"]):
+        t0 = time.perf_counter()
+        np.asarray(run(jax.random.key(r + 1), t.Lambda, curv.theta_hat[None]))
+        samp_t.append(time.perf_counter() - t0)
+    lam, samp = float(np.median(lam_t)), float(np.median(samp_t))
+    return {"lambda_s": lam, "offline_s": t_off, "sampling_s": samp, "sampling_first_s": first,
+            "ratio": lam / samp, "ratio_incl_compile": lam / first, "steps": steps}
+
+
+def run_cost(out, quick=False, **_):
+    """Tables D.1-D.2: time to compute Lambda vs time to sample (N = 1000, B = 64, 10 epochs)."""
+    out, t0 = Path(out), time.perf_counter()
+    cfg = COST_QUICK if quick else COST_FULL
+    store = CellStore(out / "cells")
+    cells = [(cell_key(exp="cost", kind=k, D=D, N=cfg["N"], B=cfg["B"]),
+              lambda k=k, D=D: _cost_cell(k, D, cfg)) for k in ("linear", "poisson")
+             for D in cfg["Ds"]]
+    res = run_cells(store, cells, "sgmcmc-cost")
+    rows = []
+    for (k, _), (kind, D) in zip(cells, [(k, D) for k in ("linear", "poisson") for D in cfg["Ds"]]):
+        r = res[k]
+        rows.append([kind, D, f"{r['lambda_s']:.2e}", f"{r['sampling_s']:.2e}",
+                     f"{r['ratio']:.2e}", f"{r['sampling_first_s']:.2e}",
+                     f"{r['ratio_incl_compile']:.2e}"])
+    table = (f"## Lambda time vs sampling time (N={cfg['N']}, B={cfg['B']}, {cfg['epochs']} "
+             "epochs; median of repeats; 'first' includes JIT compilation)\n\n")
+    table += markdown_table(["model", "D", "Lambda s", "sampling s", "ratio", "first run s",
+                             "ratio incl. compile"], rows)
+    table += "\npaper (Tables D.1-D.2): ratio 1e-5 to 1e-3 (their sampler runs 1.5-3 s).\n"
+    return _finish(out, "sgmcmc-cost", store, {"config": cfg, "cells": res}, table, t0)
+
+
+EXPERIMENTS = {"sgmcmc-linear": run_linear, "sgmcmc-boston": run_boston,
+               "sgmcmc-poisson": run_poisson, "sgmcmc-predict": run_predict,
+               "sgmcmc-nn": run_nn, "sgmcmc-cost": run_cost}

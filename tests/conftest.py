@@ -1,0 +1,11 @@
+"""Test-wide setup: float64 via `import inertia`, and the dataset cache beside the repository."""
+import os
+from pathlib import Path
+
+import inertia  # noqa: F401  (enables float64)
+
+_CACHE = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+if _CACHE.is_dir():
+    os.environ.setdefault("INERTIA_DATA_DIR", str(_CACHE))
+os.environ.setdefault("INERTIA_OFFLINE", "1")
+os.environ.setdefault("MPLBACKEND", "Agg")
