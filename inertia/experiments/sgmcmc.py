@@ -103,7 +103,7 @@ def _tuned_runs(model, curv, methods, B, epochs, seed, theta_star=None, max_draw
     steps = int(math.ceil(epochs * N / B))
     burn = steps // 10
     thin = max(1, (steps - burn) // max_draws)
-    sampler = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B,
+    sampler = kernels.make_sampler(model, batch_size=B,
                                    num_draws=(steps - burn) // thin, thin=thin, burn_in=burn)
     target = curv.target_cov
     out = {}
@@ -422,7 +422,7 @@ def _e1_cell(data, lam, cfg):
     steps = int(cfg["pepochs"] * N / B)
     burn = steps // 10
     thin = max(1, (steps - burn) // 50_000)
-    run = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B,
+    run = kernels.make_sampler(model, batch_size=B,
                                num_draws=(steps - burn) // thin, thin=thin, burn_in=burn)
     draws = np.asarray(run(jax.random.key(7), L, curv.theta_hat[None]))[0]
     if not np.all(np.isfinite(draws)):
@@ -574,7 +574,7 @@ def _nn_cell(lam, rep, cfg):
     steps = int(min(max(cfg["epochs"] * N / B, 50 * tau), cfg["max_steps"]))
     burn = min(steps // 2, max(steps // 10, int(5 * tau)))
     thin = max(1, (steps - burn) // 50_000)
-    run = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B,
+    run = kernels.make_sampler(model, batch_size=B,
                                num_draws=(steps - burn) // thin, thin=thin, burn_in=burn)
     draws = np.asarray(run(jax.random.key(100 + rep), L, curv.theta_hat[None]))[0]
     if not np.all(np.isfinite(draws)):
@@ -666,7 +666,7 @@ def _cost_cell(kind, D, cfg):
         lam_t.append(time.perf_counter() - t0)
     steps = int(cfg["epochs"] * N / B)
     t0 = time.perf_counter()
-    run = kernels.make_sampler(model.minibatch_grad, num_obs=N, batch_size=B, num_draws=steps)
+    run = kernels.make_sampler(model, batch_size=B, num_draws=steps)
     np.asarray(run(jax.random.key(0), t.Lambda, curv.theta_hat[None]))
     first = time.perf_counter() - t0
     samp_t = []

@@ -140,12 +140,10 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
         starts = starts + z @ np.linalg.cholesky(st.cov).T
     elif init != "map":
         raise ValueError("init must be 'stationary' or 'map'")
-    step = kernels.build_kernel(m.minibatch_grad, tun.Lambda, temperature=temperature,
-                                momentum=momentum)
-    draws, _ = kernels.sample(k_run, step, starts, num_obs=m.num_obs, batch_size=batch_size,
-                              num_draws=num_draws, replacement=replacement, thin=thin,
-                              burn_in=burn_in)
-    draws = np.asarray(draws)
+    run = kernels.make_sampler(m, batch_size=batch_size, num_draws=num_draws,
+                               replacement=replacement, thin=thin, burn_in=burn_in,
+                               temperature=temperature, momentum=momentum)
+    draws = np.asarray(run(k_run, tun.Lambda, starts))
     t3 = time.perf_counter()
     if not np.all(np.isfinite(draws)):
         raise FloatingPointError("SG(L)D diverged (non-finite iterates); the proxy is not valid "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -84,29 +84,59 @@ def _kernel(grad_fn, Lam, root, kappa):
     return step
 
 
-def make_sampler(grad_fn, *, num_obs: int, batch_size: int, num_draws: int,
+def make_sampler(grad_fn, *, num_obs: Optional[int] = None, batch_size: int, num_draws: int,
                  replacement: bool = True, thin: int = 1, burn_in: int = 0,
                  temperature=math.inf, momentum: float = 0.0):
-    """A jitted `run(key, Lambda, init_positions) -> draws (chain, draw, dim)` compiled once and
-    reusable for many preconditioners (Lambda is traced; for SGLD its Cholesky factor is taken
-    in the graph, so Lambda must be symmetric positive definite)."""
+    """A jitted `run(key, Lambda, init_positions) -> draws (chain, draw, dim)`, reusable for many
+    preconditioners (Lambda is traced; for SGLD its Cholesky factor is taken in the graph, so
+    Lambda must be symmetric positive definite).
+
+    `grad_fn` is a `Model` (its data become a traced argument, so data sets of the same kind and
+    shape share one compilation) or a function grad(theta, idx).
+    """
     beta = math.inf if temperature is None else float(temperature)
-    kappa = float(momentum)
+    if isinstance(grad_fn, Model):
+        fn, data = grad_fn.sampler_parts()
+        num_obs = grad_fn.num_obs if num_obs is None else num_obs
+    else:
+        fn, data = _WrapGrad(grad_fn), None
+    if num_obs is None:
+        raise ValueError("num_obs is required with a gradient function")
     if not 1 <= batch_size <= num_obs:
         raise ValueError(f"batch size must be in [1, N={num_obs}]; got {batch_size}")
+    static = dict(grad_fn=fn, num_obs=int(num_obs), batch_size=int(batch_size),
+                  replacement=bool(replacement), num_draws=int(num_draws), thin=int(thin),
+                  burn_in=int(burn_in), beta=beta, kappa=float(momentum))
 
-    @jax.jit
     def run(key, Lambda, init_positions):
-        Lam = jnp.asarray(Lambda, dtype=jnp.float64)
-        root = jnp.linalg.cholesky(2.0 * Lam / beta) if math.isfinite(beta) else None
-        states = jax.vmap(init)(jnp.atleast_2d(init_positions))
-        _, draws = _run_chains(key, states, step=_kernel(grad_fn, Lam, root, kappa),
-                               num_obs=int(num_obs), batch_size=int(batch_size),
-                               replacement=bool(replacement), num_draws=int(num_draws),
-                               thin=int(thin), burn_in=int(burn_in))
-        return draws
+        return _run_data(key, jnp.asarray(Lambda, dtype=jnp.float64),
+                         jnp.atleast_2d(jnp.asarray(init_positions, dtype=jnp.float64)), data,
+                         **static)
 
     return run
+
+
+class _WrapGrad:
+    """grad(theta, idx) as grad(theta, idx, data) (hashable by identity, for jit's static args)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, theta, idx, data):
+        return self.fn(theta, idx)
+
+
+@partial(jax.jit, static_argnames=("grad_fn", "num_obs", "batch_size", "replacement",
+                                   "num_draws", "thin", "burn_in", "beta", "kappa"))
+def _run_data(key, Lam, init_positions, data, *, grad_fn, num_obs, batch_size, replacement,
+              num_draws, thin, burn_in, beta, kappa):
+    root = jnp.linalg.cholesky(2.0 * Lam / beta) if math.isfinite(beta) else None
+    step = _kernel(lambda th, idx: grad_fn(th, idx, data), Lam, root, kappa)
+    states = jax.vmap(init)(init_positions)
+    _, draws = _scan_chains(key, states, step=step, num_obs=num_obs, batch_size=batch_size,
+                            replacement=replacement, num_draws=num_draws, thin=thin,
+                            burn_in=burn_in)
+    return draws
 
 
 def proxy_gradient(model: Model, theta_hat) -> Callable[[Array, Array], Array]:
@@ -144,10 +174,8 @@ def _chain_indices(key, num_chains, num_obs, batch_size, replacement):
     return jax.lax.top_k(u, batch_size)[1]  # a uniformly random B-subset per chain
 
 
-@partial(jax.jit, static_argnames=("step", "num_obs", "batch_size", "replacement", "num_draws",
-                                   "thin", "burn_in"))
-def _run_chains(key, states, *, step, num_obs, batch_size, replacement, num_draws, thin,
-                burn_in):
+def _scan_chains(key, states, *, step, num_obs, batch_size, replacement, num_draws, thin,
+                 burn_in):
     num_chains = states.position.shape[0]
     vstep = jax.vmap(step)
 
@@ -167,6 +195,11 @@ def _run_chains(key, states, *, step, num_obs, batch_size, replacement, num_draw
 
     states, draws = jax.lax.scan(block, states, jax.random.split(k_run, num_draws))
     return states, jnp.swapaxes(draws, 0, 1)
+
+
+_run_chains = jax.jit(_scan_chains, static_argnames=("step", "num_obs", "batch_size",
+                                                     "replacement", "num_draws", "thin",
+                                                     "burn_in"))
 
 
 def sample(key, step, init_positions, *, num_obs: int, batch_size: int, num_draws: int,

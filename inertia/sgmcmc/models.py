@@ -9,6 +9,7 @@ X^T diag(.) X, O(N D^2), never N x D x D arrays. Any other JAX loss works throug
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -20,11 +21,26 @@ Array = jax.Array
 
 
 class Link(NamedTuple):
-    """Loss of one GLM observation as a function of eta = x^T theta: value, d/deta, d2/deta2."""
+    """Loss of one GLM observation as a function of eta = x^T theta (kind + numeric parameters).
 
-    value: Callable[[Array, Array], Array]
-    d1: Callable[[Array, Array], Array]
-    d2: Callable[[Array, Array], Array]
+    `value`, `d1`, `d2` give l, dl/deta, d2l/deta2; the formulas live in module-level functions
+    keyed by `kind` so compiled samplers are shared between data sets of the same kind.
+    """
+
+    kind: str
+    params: tuple = ()
+
+    def _p(self):
+        return jnp.asarray(self.params, dtype=jnp.float64)
+
+    def value(self, eta, y):
+        return _LINKS[self.kind][0](eta, y, self._p())
+
+    def d1(self, eta, y):
+        return _LINKS[self.kind][1](eta, y, self._p())
+
+    def d2(self, eta, y):
+        return _LINKS[self.kind][2](eta, y, self._p())
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -111,6 +127,14 @@ class Model:
             g = g + jnp.asarray(self.prior_precision) @ theta / self.num_obs
         return g
 
+    def sampler_parts(self):
+        """(static grad(theta, idx, data), data): the minibatch gradient with data as an argument,
+        so one compiled sampler serves every data set of the same kind and shape."""
+        gamma_n = jnp.asarray(self.gamma) / self.num_obs
+        if self.is_glm:
+            return glm_batch_grad(self.link.kind), (self.X, self.y, self.link._p(), gamma_n)
+        return generic_batch_grad(self.loss), (self.data, gamma_n)
+
     def objective(self, theta: Array) -> Array:
         """L(theta) = N^-1 sum_n l_n(theta) + N^-1 R(theta) (eq. 2)."""
         if self.is_glm:
@@ -139,13 +163,68 @@ class Model:
         return jnp.mean(self.example_hessians(theta), axis=0)
 
 
-# -- links --------------------------------------------------------------------------------------
+# -- links: (value, d1, d2)(eta, y, params) ----------------------------------------------------
+def _gauss(eta, y, p):  # p = (1 / sigma^2,)
+    return 0.5 * (y - eta) ** 2 * p[0]
+
+
+def _gauss_d1(eta, y, p):
+    return -(y - eta) * p[0]
+
+
+def _gauss_d2(eta, y, p):
+    return jnp.full_like(eta, 1.0) * p[0]
+
+
+def _beta(eta, y, p):  # p = (beta_div - 1, c, sigma^2)
+    a, c, s2 = p[0], p[1], p[2]
+    return -c * jnp.expm1(-a * (y - eta) ** 2 / (2 * s2)) / a
+
+
+def _beta_d1(eta, y, p):
+    a, c, s2 = p[0], p[1], p[2]
+    r = y - eta
+    return -c * jnp.exp(-a * r * r / (2 * s2)) * r / s2
+
+
+def _beta_d2(eta, y, p):
+    a, c, s2 = p[0], p[1], p[2]
+    r = y - eta
+    return c * jnp.exp(-a * r * r / (2 * s2)) / s2 * (1.0 - a * r * r / s2)
+
+
+def _pois(eta, y, p):
+    return jnp.exp(eta) - y * eta
+
+
+def _pois_d1(eta, y, p):
+    return jnp.exp(eta) - y
+
+
+def _pois_d2(eta, y, p):
+    return jnp.exp(eta)
+
+
+def _logit(eta, y, p):
+    return jnp.logaddexp(0.0, eta) - y * eta
+
+
+def _logit_d1(eta, y, p):
+    return jax.nn.sigmoid(eta) - y
+
+
+def _logit_d2(eta, y, p):
+    q = jax.nn.sigmoid(eta)
+    return q * (1.0 - q)
+
+
+_LINKS = {"gaussian": (_gauss, _gauss_d1, _gauss_d2), "beta": (_beta, _beta_d1, _beta_d2),
+          "poisson": (_pois, _pois_d1, _pois_d2), "logistic": (_logit, _logit_d1, _logit_d2)}
+
+
 def gaussian_link(sigma: float) -> Link:
     """Gaussian log loss l = r^2 / (2 sigma^2), r = y - eta."""
-    s2 = float(sigma) ** 2
-    return Link(value=lambda eta, y: 0.5 * (y - eta) ** 2 / s2,
-                d1=lambda eta, y: -(y - eta) / s2,
-                d2=lambda eta, y: jnp.full_like(eta, 1.0 / s2))
+    return Link("gaussian", (1.0 / float(sigma) ** 2,))
 
 
 def beta_divergence_link(sigma: float, beta_div: float) -> Link:
@@ -159,38 +238,43 @@ def beta_divergence_link(sigma: float, beta_div: float) -> Link:
     if not a > 0:
         raise ValueError(f"beta_div must be > 1 (beta_div -> 1 is the log loss); got {beta_div}")
     s2 = float(sigma) ** 2
-    c = (2 * math.pi * s2) ** (-a / 2)
-
-    def value(eta, y):
-        return -c * jnp.expm1(-a * (y - eta) ** 2 / (2 * s2)) / a
-
-    def d1(eta, y):
-        r = y - eta
-        return -c * jnp.exp(-a * r * r / (2 * s2)) * r / s2
-
-    def d2(eta, y):
-        r = y - eta
-        return c * jnp.exp(-a * r * r / (2 * s2)) / s2 * (1.0 - a * r * r / s2)
-
-    return Link(value, d1, d2)
+    return Link("beta", (a, (2 * math.pi * s2) ** (-a / 2), s2))
 
 
 def poisson_link() -> Link:
     """Poisson log loss l = exp(eta) - y eta (log y! dropped)."""
-    return Link(value=lambda eta, y: jnp.exp(eta) - y * eta,
-                d1=lambda eta, y: jnp.exp(eta) - y,
-                d2=lambda eta, y: jnp.exp(eta))
+    return Link("poisson")
 
 
 def logistic_link() -> Link:
     """Logistic loss l = log(1 + exp(eta)) - y eta, y in {0, 1}."""
-    def d2(eta, y):
-        p = jax.nn.sigmoid(eta)
-        return p * (1.0 - p)
+    return Link("logistic")
 
-    return Link(value=lambda eta, y: jnp.logaddexp(0.0, eta) - y * eta,
-                d1=lambda eta, y: jax.nn.sigmoid(eta) - y,
-                d2=d2)
+
+@functools.lru_cache(maxsize=None)
+def glm_batch_grad(kind: str):
+    """Static minibatch gradient grad(theta, idx, (X, y, params, Gamma / N)) for a GLM kind."""
+    d1 = _LINKS[kind][1]
+
+    def grad(theta, idx, data):
+        X, y, params, gamma_n = data
+        Xb = X[idx]
+        return Xb.T @ d1(Xb @ theta, y[idx], params) / idx.shape[0] + gamma_n @ theta
+
+    return grad
+
+
+@functools.lru_cache(maxsize=None)
+def generic_batch_grad(loss):
+    """Static minibatch gradient grad(theta, idx, (data, Gamma / N)) for a per-example loss."""
+    g1 = jax.grad(loss)
+
+    def grad(theta, idx, data):
+        d, gamma_n = data
+        batch = jax.tree_util.tree_map(lambda a: a[idx], d)
+        return jnp.mean(jax.vmap(g1, (None, 0))(theta, batch), axis=0) + gamma_n @ theta
+
+    return grad
 
 
 # -- constructors -------------------------------------------------------------------------------

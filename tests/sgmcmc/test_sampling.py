@@ -28,7 +28,7 @@ def _run(model, Lambda, *, batch_size, seed, replacement=True, momentum=0.0,
     key = (id(model), grad_fn is None, batch_size, replacement, momentum, temperature, draws)
     if key not in _SAMPLERS:
         _SAMPLERS[key] = kernels.make_sampler(
-            grad_fn or model.minibatch_grad, num_obs=model.num_obs, batch_size=batch_size,
+            grad_fn or model, num_obs=model.num_obs, batch_size=batch_size,
             num_draws=draws, replacement=replacement, burn_in=2000, temperature=temperature,
             momentum=momentum)
     out = _SAMPLERS[key](jax.random.key(seed), Lambda, np.tile(start, (CHAINS, 1)))
