@@ -16,7 +16,7 @@ from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
 from .registry import Method, StepRule, get_estimator, get_method, momentum
 
-DIVERGENCE_LIMIT = 1e100  # |parameter| above this counts as divergence
+DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
 
 
 @dataclasses.dataclass
@@ -203,8 +203,8 @@ def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batc
     def chunk(state, chunk_keys):
         def body(st, k):
             st, info = kernel.step(st, k)
-            big = jnp.max(jnp.abs(st.m)) < DIVERGENCE_LIMIT
-            return st, info.finite & big
+            size = jnp.maximum(jnp.max(jnp.abs(st.m)), jnp.max(jnp.abs(st.A)))
+            return st, info.finite & (size < DIVERGENCE_LIMIT)
 
         return jax.lax.scan(body, state, chunk_keys)
 

@@ -35,7 +35,7 @@ def counting_target(d=4, seed=0):
         return P @ x + jnp.tanh(x)
 
     def hvp(x, v):
-        jax.debug.callback(bump("hvp"), x)
+        jax.debug.callback(bump("hvp"), (x, v))
         return P @ v + (1 - jnp.tanh(x) ** 2) * v
 
     ev = np.linalg.eigvalsh(np.asarray(P))
