@@ -35,12 +35,11 @@ def _add_reproduce(sub):
             print(f"inertia reproduce: unknown experiment {args.name!r}; available: "
                   f"{', '.join(sorted(reg))}", file=sys.stderr)
             return 2
+        from inertia.experiments import _runner
+
         out = args.out or Path("runs") / (args.name + ("-quick" if args.quick else ""))
-        opts = {}
-        if args.backend != "local":
-            opts["backend"] = args.backend
-            opts["address"] = args.address
-        reg[args.name](Path(out), args.quick, **opts)
+        _runner.configure(args.backend, args.address)
+        reg[args.name](Path(out), args.quick)
         print(f"results in {out}")
         return 0
 

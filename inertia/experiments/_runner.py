@@ -103,6 +103,16 @@ class Progress:
                   flush=True)
 
 
+_BACKEND = {"backend": "local", "address": None}
+
+
+def configure(backend: str = "local", address: str | None = None) -> None:
+    """Choose where `run_cells` computes missing cells ("local" process or "ray")."""
+    if backend not in ("local", "ray"):
+        raise ValueError(f"unknown backend {backend!r}; choose 'local' or 'ray'")
+    _BACKEND.update(backend=backend, address=address)
+
+
 def run_cells(store: CellStore, cells: Iterable[tuple[str, Callable[[], Any]]], name: str = "",
               quiet: bool = False) -> dict:
     """Compute (or load) each (key, fn) cell with progress; return {key: value}."""

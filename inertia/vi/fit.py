@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..parallel import shard_leading
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
 from .registry import Method, StepRule, get_estimator, get_method, momentum
@@ -199,6 +200,7 @@ def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batc
     state0 = jax.vmap(lambda _: kernel.init(m0, A0))(jnp.arange(len(seeds)))
     keys = jax.vmap(lambda sd: jax.random.split(jax.random.PRNGKey(sd), max(num_steps, 1)))(
         jnp.asarray(seeds))  # (seeds, steps, 2)
+    state0, keys = shard_leading((state0, keys))  # seeds across devices when there are several
 
     def chunk(state, chunk_keys):
         def body(st, k):
