@@ -120,22 +120,26 @@ def ou_coefficients(step_size, gamma) -> OUCoefficients:
     var_q = 2.0 * d3 / g**2
     var_p = -jnp.expm1(-2.0 * x)
     cov_qp = e1**2 / g
-    l11 = jnp.sqrt(jnp.maximum(var_q, 0.0))
-    l21 = jnp.where(l11 > 0, cov_qp / jnp.where(l11 > 0, l11, 1.0), 0.0)
-    l22 = jnp.sqrt(jnp.maximum(var_p - l21**2, 0.0))  # clips a tiny negative Schur complement
+    l11, l21, l22 = cholesky2(var_q, cov_qp, var_p)
     return OUCoefficients(psi0, psi1, psi2, var_q, var_p, cov_qp, l11, l21, l22)
 
 
+def cholesky2(a, c, b):
+    """Lower Cholesky factor (l11, l21, l22) of [[a, c], [c, b]], clipping tiny negative pivots."""
+    l11 = jnp.sqrt(jnp.maximum(a, 0.0))
+    l21 = jnp.where(l11 > 0, c / jnp.where(l11 > 0, l11, 1.0), 0.0)
+    l22 = jnp.sqrt(jnp.maximum(b - l21**2, 0.0))
+    return l11, l21, l22
+
+
 def kinetic_noise(key, dim):
-    """Standard normals for the OU pair (2, dim) and for the position diffusion (dim,)."""
-    k_ou, k_q = jax.random.split(key)
-    return (jax.random.normal(k_ou, (2, dim), dtype=jnp.float64),
-            jax.random.normal(k_q, (dim,), dtype=jnp.float64))
+    """Two standard normal rows (2, dim): each kinetic step's noise is a 2x2 Gaussian per coordinate."""
+    return jax.random.normal(key, (2, dim), dtype=jnp.float64)
 
 
-def ou_noise(c: OUCoefficients, xi_ou):
-    """(zeta_q, zeta_p) from two standard normal rows via the 2x2 Cholesky factor."""
-    return c.l11 * xi_ou[0], c.l21 * xi_ou[0] + c.l22 * xi_ou[1]
+def pair_noise(l11, l21, l22, xi):
+    """(noise_q, noise_p) = 2x2 Cholesky factor times two standard normal rows."""
+    return l11 * xi[0], l21 * xi[0] + l22 * xi[1]
 
 
 def kinetic_init(position, rng_key, grad_fn):

@@ -12,26 +12,33 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .base import (KineticState, Method, OUCoefficients, Params, check_common, finite_info,
-                   kinetic_init, kinetic_noise, make_algorithm, ou_coefficients, ou_noise)
+from .base import (KineticState, Method, OUCoefficients, Params, check_common, cholesky2,
+                   finite_info, kinetic_init, kinetic_noise, make_algorithm, ou_coefficients,
+                   pair_noise)
 
 
 class Coefficients(NamedTuple):
     ou: OUCoefficients
     step_size: jax.Array
     alpha_h: jax.Array
-    q_noise: jax.Array
+    chol: tuple  # Cholesky factor of the step's 2x2 noise covariance per coordinate
 
 
 def prepare(params: Params) -> Coefficients:
-    """OU coefficients, h, alpha h and sqrt(2 alpha h)."""
+    """OU coefficients, h, alpha h, and the Cholesky factor of Cov(sqrt(2 alpha h) xi + zeta_q, zeta_p).
+
+    Both schemes add sqrt(2 alpha h) xi (xi independent of zeta) to zeta_q, so the noise of a step
+    is one 2x2 Gaussian per coordinate, [[var_q + 2 alpha h, cov_qp], [cov_qp, var_p]]: two normals
+    per coordinate, and at alpha = 0 exactly KLMC's factor (same key -> same draws).
+    """
     h = jnp.asarray(params.step_size, dtype=jnp.float64)
     ah = jnp.asarray(params.alpha, dtype=jnp.float64) * h
-    return Coefficients(ou_coefficients(h, params.gamma), h, ah, jnp.sqrt(2.0 * ah))
+    c = ou_coefficients(h, params.gamma)
+    return Coefficients(c, h, ah, cholesky2(c.var_q + 2.0 * ah, c.cov_qp, c.var_p))
 
 
 def draw_noise(key, dim):
-    """OU pair (2, dim) and position diffusion (dim,), split from the key as KLMC does."""
+    """Two standard normal rows (2, dim), drawn from the key exactly as KLMC does."""
     return kinetic_noise(key, dim)
 
 
@@ -39,19 +46,17 @@ def transition_exponential(k: Coefficients, phase, grad, noise):
     """Exponential scheme as an affine map of (q, p), g and the noise; alpha = 0 is KLMC."""
     q, p = phase
     c = k.ou
-    zq, zp = ou_noise(c, noise[0])
-    q_new = q + c.psi1 * p - (k.alpha_h + c.psi2) * grad + zq + k.q_noise * noise[1]
-    return q_new, c.psi0 * p - c.psi1 * grad + zp
+    zq, zp = pair_noise(*k.chol, noise)
+    return q + c.psi1 * p - (k.alpha_h + c.psi2) * grad + zq, c.psi0 * p - c.psi1 * grad + zp
 
 
 def transition_split(k: Coefficients, phase, grad, noise):
     """Split scheme as an affine map of (q, p), g and the noise."""
     q, p = phase
     c = k.ou
-    zq, zp = ou_noise(c, noise[0])
-    q_t = q - k.alpha_h * grad + k.q_noise * noise[1]
+    zq, zp = pair_noise(*k.chol, noise)  # zq includes the Euler part's sqrt(2 alpha h) xi
     p_t = p - k.step_size * grad
-    return q_t + c.psi1 * p_t + zq, c.psi0 * p_t + zp
+    return q - k.alpha_h * grad + c.psi1 * p_t + zq, c.psi0 * p_t + zp
 
 
 def _stepper(transition):

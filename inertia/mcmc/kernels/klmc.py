@@ -5,7 +5,7 @@ p' = psi0 p - psi1 g + zeta_p,  q' = q + psi1 p - psi2 g + zeta_q  (spec HFHR.md
 from __future__ import annotations
 
 from .base import (KineticState, Method, OUCoefficients, Params, check_common, finite_info,
-                   kinetic_init, kinetic_noise, make_algorithm, ou_coefficients, ou_noise)
+                   kinetic_init, kinetic_noise, make_algorithm, ou_coefficients, pair_noise)
 
 
 def prepare(params: Params) -> OUCoefficients:
@@ -21,7 +21,7 @@ def draw_noise(key, dim):
 def transition(c: OUCoefficients, phase, grad, noise):
     """KLMC as an affine map of (q, p), g = grad V(q) and standard normal noise."""
     q, p = phase
-    zq, zp = ou_noise(c, noise[0])
+    zq, zp = pair_noise(c.l11, c.l21, c.l22, noise)
     return q + c.psi1 * p - c.psi2 * grad + zq, c.psi0 * p - c.psi1 * grad + zp
 
 
