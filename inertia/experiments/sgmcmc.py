@@ -178,8 +178,8 @@ def _bar_plot(path, summary, methods, metric, title):
                 errs[1].append(0)
             else:
                 means.append(iv["mean"])
-                errs[0].append(iv["mean"] - iv["lo"])
-                errs[1].append(iv["hi"] - iv["mean"])
+                errs[0].append(max(iv["mean"] - iv["lo"], 0.0))
+                errs[1].append(max(iv["hi"] - iv["mean"], 0.0))
         ax.bar(np.arange(len(keys)) + j * w, means, w, yerr=errs, label=m, capsize=2)
     ax.set_xticks(np.arange(len(keys)) + 0.4 - w / 2)
     ax.set_xticklabels(keys, fontsize=7)

@@ -51,7 +51,7 @@ def build_kernel(grad_fn: Callable[[Array, Array], Array], Lambda, *, temperatur
                  momentum: float = 0.0):
     """One SG(L)D step: m_t = kappa m_{t-1} + G_t(theta_{t-1}); theta_t = theta_{t-1} - Lambda m_t
     + sqrt(2 Lambda / beta) xi_t (eq. 4 / B.3). beta = inf is SGD; Lambda any (D, D) matrix for SGD,
-    symmetric positive definite for finite beta."""
+    symmetric positive definite for finite beta; a 1-D Lambda is a diagonal preconditioner."""
     Lam = jnp.asarray(Lambda, dtype=jnp.float64)
     beta = math.inf if temperature is None else float(temperature)
     if not beta > 0:
@@ -59,7 +59,11 @@ def build_kernel(grad_fn: Callable[[Array, Array], Array], Lambda, *, temperatur
     kappa = float(momentum)
     if not 0.0 <= kappa < 1.0:
         raise ValueError(f"momentum must be in [0, 1); got {momentum}")
-    if math.isfinite(beta):
+    if math.isfinite(beta) and Lam.ndim == 1:
+        if not np.all(np.asarray(Lambda) > 0):
+            raise ValueError("SGLD needs a positive diagonal preconditioner")
+        root = jnp.sqrt(2.0 * Lam / beta)
+    elif math.isfinite(beta):
         Ln = np.asarray(Lambda, dtype=np.float64)
         if not np.allclose(Ln, Ln.T, rtol=1e-10, atol=0):
             raise ValueError("SGLD at finite temperature needs a symmetric Lambda")
@@ -73,12 +77,15 @@ def build_kernel(grad_fn: Callable[[Array, Array], Array], Lambda, *, temperatur
 
 
 def _kernel(grad_fn, Lam, root, kappa):
+    diagonal = Lam.ndim == 1  # a diagonal preconditioner given by its diagonal
+
     def step(key, state: SGLDState, idx: Array):
         g = grad_fn(state.position, idx)
         m = kappa * state.momentum + g if kappa else g
-        x = state.position - Lam @ m
+        x = state.position - (Lam * m if diagonal else Lam @ m)
         if root is not None:
-            x = x + root @ jax.random.normal(key, x.shape, dtype=x.dtype)
+            xi = jax.random.normal(key, x.shape, dtype=x.dtype)
+            x = x + (root * xi if diagonal else root @ xi)
         return SGLDState(x, m if kappa else state.momentum), SGLDInfo(g)
 
     return step
@@ -89,7 +96,7 @@ def make_sampler(grad_fn, *, num_obs: Optional[int] = None, batch_size: int, num
                  temperature=math.inf, momentum: float = 0.0):
     """A jitted `run(key, Lambda, init_positions) -> draws (chain, draw, dim)`, reusable for many
     preconditioners (Lambda is traced; for SGLD its Cholesky factor is taken in the graph, so
-    Lambda must be symmetric positive definite).
+    Lambda must be symmetric positive definite; a 1-D Lambda is a diagonal preconditioner).
 
     `grad_fn` is a `Model` (its data become a traced argument, so data sets of the same kind and
     shape share one compilation) or a function grad(theta, idx).
@@ -130,7 +137,12 @@ class _WrapGrad:
                                    "num_draws", "thin", "burn_in", "beta", "kappa"))
 def _run_data(key, Lam, init_positions, data, *, grad_fn, num_obs, batch_size, replacement,
               num_draws, thin, burn_in, beta, kappa):
-    root = jnp.linalg.cholesky(2.0 * Lam / beta) if math.isfinite(beta) else None
+    if not math.isfinite(beta):
+        root = None
+    elif Lam.ndim == 1:
+        root = jnp.sqrt(2.0 * Lam / beta)
+    else:
+        root = jnp.linalg.cholesky(2.0 * Lam / beta)
     step = _kernel(lambda th, idx: grad_fn(th, idx, data), Lam, root, kappa)
     states = jax.vmap(init)(init_positions)
     _, draws = _scan_chains(key, states, step=step, num_obs=num_obs, batch_size=batch_size,
@@ -180,9 +192,9 @@ def _scan_chains(key, states, *, step, num_obs, batch_size, replacement, num_dra
     vstep = jax.vmap(step)
 
     def one(states, key):
-        k_idx, k_noise = jax.random.split(key)
-        idx = _chain_indices(k_idx, num_chains, num_obs, batch_size, replacement)
-        states, _ = vstep(jax.random.split(k_noise, num_chains), states, idx)
+        keys = jax.random.split(key, num_chains + 1)
+        idx = _chain_indices(keys[0], num_chains, num_obs, batch_size, replacement)
+        states, _ = vstep(keys[1:], states, idx)
         return states, None
 
     k_burn, k_run = jax.random.split(key)
@@ -190,7 +202,10 @@ def _scan_chains(key, states, *, step, num_obs, batch_size, replacement, num_dra
         states, _ = jax.lax.scan(one, states, jax.random.split(k_burn, burn_in))
 
     def block(states, key):
-        states, _ = jax.lax.scan(one, states, jax.random.split(key, thin))
+        if thin == 1:
+            states, _ = one(states, key)
+        else:
+            states, _ = jax.lax.scan(one, states, jax.random.split(key, thin))
         return states, states.position
 
     states, draws = jax.lax.scan(block, states, jax.random.split(k_run, num_draws))

@@ -130,7 +130,8 @@ class Model:
     def sampler_parts(self):
         """(static grad(theta, idx, data), data): the minibatch gradient with data as an argument,
         so one compiled sampler serves every data set of the same kind and shape."""
-        gamma_n = jnp.asarray(self.gamma) / self.num_obs
+        gamma_n = (None if self.prior_precision is None
+                   else jnp.asarray(self.prior_precision) / self.num_obs)
         if self.is_glm:
             return glm_batch_grad(self.link.kind), (self.X, self.y, self.link._p(), gamma_n)
         return generic_batch_grad(self.loss), (self.data, gamma_n)
@@ -259,7 +260,8 @@ def glm_batch_grad(kind: str):
     def grad(theta, idx, data):
         X, y, params, gamma_n = data
         Xb = X[idx]
-        return Xb.T @ d1(Xb @ theta, y[idx], params) / idx.shape[0] + gamma_n @ theta
+        g = Xb.T @ d1(Xb @ theta, y[idx], params) / idx.shape[0]
+        return g if gamma_n is None else g + gamma_n @ theta
 
     return grad
 
@@ -272,7 +274,8 @@ def generic_batch_grad(loss):
     def grad(theta, idx, data):
         d, gamma_n = data
         batch = jax.tree_util.tree_map(lambda a: a[idx], d)
-        return jnp.mean(jax.vmap(g1, (None, 0))(theta, batch), axis=0) + gamma_n @ theta
+        g = jnp.mean(jax.vmap(g1, (None, 0))(theta, batch), axis=0)
+        return g if gamma_n is None else g + gamma_n @ theta
 
     return grad
 
