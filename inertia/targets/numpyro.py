@@ -1,0 +1,71 @@
+"""NumPyro models as targets: the potential in NumPyro's unconstrained space, outputs constrained back.
+
+NumPyro is optional (`pip install 'inertia[numpyro]'`). The target works on the flat vector of the
+model's unconstrained latent sites (sites ravelled in sorted-name order, as `jax.flatten_util`
+does); `target.info["constrain"](x)` maps such vectors (any leading batch axes) back to a dict of
+constrained sample sites (plus deterministic sites), ready for `inertia.arviz_io.to_arviz_draws`.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from .base import Target, TargetError, from_logdensity
+
+
+def _numpyro():
+    try:
+        import numpyro  # noqa: F401
+        from numpyro.infer.util import initialize_model
+    except ImportError as err:
+        raise ImportError("from_numpyro needs NumPyro: pip install 'inertia[numpyro]'") from err
+    return initialize_model
+
+
+def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
+                 model_kwargs=None, **kwargs) -> Target:
+    """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
+
+    `model(*model_args, **kwargs)` is traced once by `numpyro.infer.util.initialize_model`
+    (observed sites fixed by the arguments). Keyword arguments named alpha / beta / name / seed /
+    model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
+    `alpha`, `beta`: curvature bounds of V, needed by the VI step rules.
+    `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
+    ({site: unconstrained shape}), "init" (NumPyro's initial unconstrained point, flat).
+    """
+    initialize_model = _numpyro()
+    mkw = dict(model_kwargs or {})
+    mkw.update(kwargs)
+    try:
+        info = initialize_model(jax.random.PRNGKey(seed), model, model_args=model_args,
+                                model_kwargs=mkw, dynamic_args=False)
+    except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
+        raise TargetError(f"NumPyro could not initialise the model: {err}") from err
+    z0 = info.param_info.z
+    if not z0:
+        raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
+    potential_fn, postprocess_fn = info.potential_fn, info.postprocess_fn
+    flat0, unravel = jax.flatten_util.ravel_pytree(z0)
+    flat0 = flat0.astype(jnp.float64)
+
+    def logdensity(params):
+        return -potential_fn(params)
+
+    def constrain(x):
+        """Constrained sample and deterministic sites for unconstrained x of shape (..., d)."""
+        x = jnp.asarray(x, dtype=jnp.float64)
+        if x.shape[-1:] != flat0.shape:
+            raise ValueError(f"expected unconstrained vectors with last axis {flat0.shape[0]}; "
+                             f"got shape {x.shape}")
+        lead = x.shape[:-1]
+        flat = x.reshape((-1, flat0.shape[0]))
+        out = jax.vmap(lambda v: postprocess_fn(unravel(v)))(flat)
+        return {k: jnp.reshape(v, lead + v.shape[1:]) for k, v in out.items()}
+
+    label = name or f"numpyro:{getattr(model, '__name__', 'model')}"
+    extra = {"constrain": constrain, "postprocess": postprocess_fn,
+             "sites": {k: tuple(jnp.shape(v)) for k, v in z0.items()}, "init": flat0}
+    return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra)
+
+
+__all__ = ["from_numpyro"]
