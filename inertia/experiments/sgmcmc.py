@@ -69,11 +69,12 @@ def sim_linear(seed, D, N, *, p_out=0.01, b=5.0, s=5.0):
     return X, y, theta
 
 
-def sim_poisson(seed, D, N, *, theta_scale=1.0):
-    """Well-specified Poisson regression y ~ Poisson(exp(x^T theta*)), x ~ N(0, I) (Sec. 6.2)."""
+def sim_poisson(seed, D, N, *, theta_scale=1.0, x_scale=1.0):
+    """Well-specified Poisson regression y ~ Poisson(exp(x^T theta*)), x ~ N(0, x_scale^2 I)
+    (Sec. 6.2 has x_scale = theta_scale = 1)."""
     theta = theta_scale * np.random.default_rng(THETA_SEED).normal(size=D)
     rng = np.random.default_rng(seed)
-    X = rng.normal(size=(N, D))
+    X = x_scale * rng.normal(size=(N, D))
     return X, rng.poisson(np.exp(X @ theta)).astype(float), theta
 
 
@@ -399,7 +400,9 @@ def _e1_model(data, cfg):
     from inertia.sgmcmc.offline import offline
 
     if data == "simulated":
-        X, y, _ = sim_poisson(0, cfg["pD"], cfg["pN"], theta_scale=1 / math.sqrt(cfg["pD"]))
+        # x ~ N(0, I / D): eta ~ N(0, 1) and bounded per-observation curvature, so that
+        # Lambda = lambda I with lambda up to 0.5 is stable (the paper does not give this design)
+        X, y, _ = sim_poisson(0, cfg["pD"], cfg["pN"], x_scale=1 / math.sqrt(cfg["pD"]))
         model = poisson_regression(X, y)
     else:
         X, y = _german()
@@ -446,7 +449,7 @@ def run_predict(out, quick=False, **_):
     store = CellStore(out / "cells")
     cells = [(cell_key(exp="fig1", B=B, D=cfg["D"], N=cfg["N"], epochs=cfg["epochs"]),
               lambda B=B: _fig1_cell(B, cfg)) for B in cfg["Bs"]]
-    cells += [(cell_key(exp="e1", data=d, lam=lam, D=cfg["pD"], N=cfg["pN"],
+    cells += [(cell_key(exp="e1", data=d, lam=lam, D=cfg["pD"], N=cfg["pN"], x="scaled",
                         epochs=cfg["pepochs"]), lambda d=d, lam=lam: _e1_cell(d, lam, cfg))
               for d in ("simulated", "credit") for lam in cfg["lams"]]
     res = run_cells(store, cells, "sgmcmc-predict")
