@@ -115,10 +115,34 @@ def configure(backend: str = "local", address: str | None = None) -> None:
 
 def run_cells(store: CellStore, cells: Iterable[tuple[str, Callable[[], Any]]], name: str = "",
               quiet: bool = False) -> dict:
-    """Compute (or load) each (key, fn) cell with progress; return {key: value}."""
+    """Compute (or load) each (key, fn) cell with progress; return {key: value}.
+
+    With `configure("ray", address)` the missing cells run as Ray tasks (see `_ray.py`); each is
+    saved as soon as it finishes, and the returned values are those the local backend returns.
+    """
     cells = list(cells)
     prog = Progress(len(cells), name, quiet=quiet)
     out = {}
+    if _BACKEND["backend"] == "ray":
+        from ._ray import run_remote
+
+        missing = []
+        for key, fn in cells:
+            if store.has(key):
+                store.reused += 1
+                out[key] = store.load(key)
+                prog.update(key, reused=True)
+            else:
+                missing.append((key, fn))
+
+        def done(key, value, seconds):
+            store.save(key, value)
+            store.computed += 1
+            out[key] = value
+            prog.update(key, seconds=seconds)
+
+        run_remote(missing, done, address=_BACKEND["address"])
+        return {key: out[key] for key, _ in cells}
     for key, fn in cells:
         reused = store.has(key)
         t0 = time.perf_counter()
