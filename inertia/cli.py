@@ -61,8 +61,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _enable_compilation_cache():
+    """Reuse XLA compilations across CLI runs (JAX's persistent cache, under the user cache dir)."""
+    import os
+
+    import jax
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = os.environ.get("INERTIA_JAX_CACHE", os.path.join(base, "inertia", "jax"))
+    if path and path.lower() != "off":
+        jax.config.update("jax_compilation_cache_dir", path)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    _enable_compilation_cache()
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError, FloatingPointError) as err:
