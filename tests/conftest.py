@@ -1,5 +1,6 @@
 """Test-wide setup: float64 via `import inertia`, and the dataset cache beside the repository."""
 import os
+import tempfile
 from pathlib import Path
 
 import inertia  # noqa: F401  (enables float64)
@@ -9,3 +10,5 @@ if _CACHE.is_dir():
     os.environ.setdefault("INERTIA_DATA_DIR", str(_CACHE))
 os.environ.setdefault("INERTIA_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# CLI runs inside tests keep XLA's persistent cache out of the user's home
+os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax"))
