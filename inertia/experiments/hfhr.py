@@ -522,7 +522,9 @@ def _mixture_cell(method, h, gamma, alpha, cfg):
     half = lab[:, lab.shape[1] // 2:]
     return {"method": method, "step_size": h, "gamma": gamma, "alpha": alpha,
             "switch_rate_per_1000_grads": float(cum[:, -1].mean() / res.grad_evals * 1000),
-            "weight_plus": float((half > 0).mean()), "curve_grads": grads[idx],
+            "weight_plus": float((half > 0).mean()),
+            "var_x2": float(res.draws[:, res.draws.shape[1] // 2:, 1].var()),
+            "curve_grads": grads[idx],
             "curve_switches": cum[:, idx].mean(0), "diverged": int((res.diverged_at > 0).sum())}
 
 
@@ -540,7 +542,7 @@ def run_mixture(out, quick=False, **options):
             for a in cfg["alphas"]:
                 if a * h < 2.0:
                     cells.append(("hfhr", h, g, a))
-    keyed = [(cell_key(mix=m, h=h, g=g, a=a, n=cfg["steps"], c=cfg["chains"]),
+    keyed = [(cell_key(mix=m, h=h, g=g, a=a, n=cfg["steps"], c=cfg["chains"], v=2),
               (lambda m=m, h=h, g=g, a=a: _mixture_cell(m, h, g, a, cfg))) for m, h, g, a in cells]
     runs = run_cells(store, keyed, "hfhr-mixture")
     rows = []
@@ -548,16 +550,17 @@ def run_mixture(out, quick=False, **options):
     for v in runs.values():
         lab = _label(v["method"], v["alpha"])
         rows.append([lab, v["step_size"], v["gamma"], v["switch_rate_per_1000_grads"],
-                     v["weight_plus"], v["diverged"]])
+                     v["weight_plus"], v["var_x2"], v["diverged"]])
         if lab not in best or v["switch_rate_per_1000_grads"] > best[lab]["switch_rate_per_1000_grads"]:
             best[lab] = v
     rows.sort(key=lambda r: (r[0], r[1], r[2] or 0))
     table = (f"(1/2) N(-{cfg['sep']} e1, I) + (1/2) N({cfg['sep']} e1, I); {cfg['chains']} chains "
              f"x {cfg['steps']} steps from the left mode; a switch is a crossing of x1 = -+"
              f"{cfg['sep'] / 2:g} after visiting the other side; weight = fraction of time in the "
-             "right mode over the second half (exact 0.5).\n\n"
+             "right mode over the second half (exact 0.5); Var x2 over the second half (exact 1) "
+             "shows each setting's discretisation bias.\n\n"
              + markdown_table(["method", "h", "gamma", "switches / 1000 grads", "weight right",
-                               "diverged chains"], rows))
+                               "Var x2", "diverged chains"], rows))
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.5))
     for lab, v in sorted(best.items()):

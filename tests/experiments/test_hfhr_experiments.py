@@ -60,7 +60,7 @@ def _bnn(s):
 
 def _mixture(s):
     for row in s["rows"]:
-        assert row[3] > 0 and row[5] == 0
+        assert row[3] > 0 and row[6] == 0 and 0.8 < row[5] < 1.5
 
 
 CHECKS = {"hfhr-gaussian": _gaussian, "hfhr-logistic": _logistic, "hfhr-bnn": _bnn,
