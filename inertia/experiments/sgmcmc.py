@@ -37,7 +37,7 @@ def _interval(vals):
     """Mean and 2.5 / 97.5 percentiles; None marks a divergent run (-> inf); all None -> None."""
     if not vals or all(x is None for x in vals):
         return None
-    v = np.array([np.inf if x is None else float(x) for x in vals])
+    v = np.array([np.inf if x is None else float(x) for x in vals])  # None among values: failed
     fin = v[np.isfinite(v)]
     if fin.size < v.size:
         return {"mean": math.inf, "lo": float(np.percentile(fin, 2.5)) if fin.size else math.inf,
@@ -192,12 +192,22 @@ def _bar_plot(path, summary, methods, metric, title):
     plt.close(fig)
 
 
+def _metric(cell, method, metric):
+    """A cell's metric: None if not applicable, inf if the rule failed (unstable / diverged)."""
+    rec = cell.get(method)
+    if rec is None:
+        return None
+    if "error" in rec or rec.get("diverged"):
+        return math.inf
+    return rec.get(metric)
+
+
 def _summarise(cells, spec_keys, methods, metrics):
     """{group label: {method: {metric: interval}}}."""
     out = {}
     for label, keys in spec_keys:
         vals = [cells[k] for k in keys]
-        out[label] = {m: {mt: _interval([v.get(m, {}).get(mt) for v in vals]) for mt in metrics}
+        out[label] = {m: {mt: _interval([_metric(v, m, mt) for v in vals]) for mt in metrics}
                       for m in methods}
     return out
 
@@ -332,6 +342,9 @@ def _poisson_cell(data, B, seed, cfg):
     if data == "simulated":
         X, y, theta = sim_poisson(seed, cfg["D"], cfg["N"])
         model = poisson_regression(X, y)
+    elif data == "simulated-scaled":  # x ~ N(0, I / D): eta ~ N(0, |theta*|^2 / D), moderate counts
+        X, y, theta = sim_poisson(seed, cfg["D"], cfg["N"], x_scale=1 / math.sqrt(cfg["D"]))
+        model = poisson_regression(X, y)
     else:
         X, y = _german()
         theta = None
@@ -348,7 +361,7 @@ def run_poisson(out, quick=False, **_):
     cfg = POISSON_QUICK if quick else POISSON_FULL
     store = CellStore(out / "cells")
     cells, groups = [], []
-    for data, N in (("simulated", cfg["N"]), ("credit", 1000)):
+    for data, N in (("simulated", cfg["N"]), ("simulated-scaled", cfg["N"]), ("credit", 1000)):
         for B, bl in zip((16, N // 10), ("16", "0.1N")):
             keys = []
             for s in range(cfg["runs"]):
