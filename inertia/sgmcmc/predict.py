@@ -39,6 +39,8 @@ def _check_lambda(Lambda: np.ndarray, d: int, beta: float) -> np.ndarray:
     Lambda = np.asarray(Lambda, dtype=np.float64)
     if Lambda.ndim == 0:
         Lambda = float(Lambda) * np.eye(d)
+    elif Lambda.ndim == 1:
+        Lambda = np.diag(Lambda)  # a diagonal preconditioner given by its diagonal
     if Lambda.shape != (d, d):
         raise ValueError(f"Lambda must be a scalar or ({d}, {d}); got shape {Lambda.shape}")
     if not np.all(np.isfinite(Lambda)):
@@ -196,7 +198,7 @@ def _lag_sum(st: Stationary) -> np.ndarray:
     return W[:d, :d]
 
 
-def iat(st: Stationary, Lambda=None, H=None) -> IAT:
+def iat(st: Stationary) -> IAT:
     """IAT per coordinate and in the worst direction (Prop. 4.4; exact sup over directions)."""
     W = _lag_sum(st)
     S = st.cov
