@@ -18,6 +18,7 @@ import numpy as np
 
 import inertia  # noqa: F401  (float64)
 from inertia.mcmc import get_method, tune_gaussian
+from inertia.mcmc.tuning import default_grid
 from inertia.mcmc.kernels import Params
 from inertia.targets import kappa_family
 
@@ -27,9 +28,8 @@ def gradient_ratio(dim, kappa, size):
     out = {}
     for method in ("klmc", "hfhr", "hfhr-split", "ula"):
         t0 = time.perf_counter()
-        out[method] = tune_gaussian(target, method, grid=None if size == "normal" else
-                                    __import__("inertia.mcmc.tuning", fromlist=["x"]).default_grid(
-                                        target, method, "small"), max_steps=3000)
+        out[method] = tune_gaussian(target, method, grid=default_grid(target, method, size),
+                                    max_steps=3000)
         out[method]["seconds"] = time.perf_counter() - t0
     out["ratio_hfhr_over_klmc"] = out["hfhr"]["grad_evals"] / out["klmc"]["grad_evals"]
     return out

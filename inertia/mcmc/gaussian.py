@@ -10,7 +10,7 @@ chains per eigen-direction when the initial covariance is isotropic in q (point 
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -7,7 +7,6 @@ import math
 import sys
 import time
 import warnings
-from typing import Optional
 
 import jax
 import jax.numpy as jnp

@@ -8,7 +8,6 @@ Defaults (documented in docs/hfhr.md): time scale 1/sqrt(L) for the kinetic sche
 """
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Optional
 

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from . import hfhr as _hfhr
 from . import klmc as _klmc
+from . import rmm as _rmm
 from . import ula as _ula
 from .base import (Info, KineticState, LangevinState, Method, OUCoefficients, Params,
                    SamplingAlgorithm, ou_coefficients)
 from .hfhr import hfhr
 from .klmc import klmc
+from .rmm import hfhr_rm, uld_rm
 from .ula import ula
 
 REGISTRY: dict[str, Method] = {
@@ -15,6 +17,8 @@ REGISTRY: dict[str, Method] = {
     "klmc": _klmc.METHOD,
     "hfhr": _hfhr.METHOD_EXPONENTIAL,
     "hfhr-split": _hfhr.METHOD_SPLIT,
+    "hfhr-rm": _rmm.METHOD_HFHR,
+    "uld-rm": _rmm.METHOD_ULD,
 }
 
 
@@ -27,4 +31,5 @@ def get_method(name: str) -> Method:
 
 
 __all__ = ["REGISTRY", "get_method", "Method", "Params", "Info", "KineticState", "LangevinState",
-           "SamplingAlgorithm", "OUCoefficients", "ou_coefficients", "hfhr", "klmc", "ula"]
+           "SamplingAlgorithm", "OUCoefficients", "ou_coefficients", "hfhr", "klmc", "ula", "hfhr_rm",
+           "uld_rm"]
