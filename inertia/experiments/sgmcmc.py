@@ -197,7 +197,9 @@ def _metric(cell, method, metric):
     rec = cell.get(method)
     if rec is None:
         return None
-    if "error" in rec or rec.get("diverged"):
+    if "error" in rec or (metric != "predicted_cov_err" and rec.get("diverged")):
+        return math.inf
+    if metric == "predicted_cov_err" and "prediction_error" in rec:
         return math.inf
     return rec.get(metric)
 
@@ -210,6 +212,13 @@ def _summarise(cells, spec_keys, methods, metrics):
         out[label] = {m: {mt: _interval([_metric(v, m, mt) for v in vals]) for mt in metrics}
                       for m in methods}
     return out
+
+
+PREDICTED_NOTE = ("\npredicted_cov_err: ||Sigma(Lambda) - S/N||_F / ||S/N||_F from the exact proxy "
+                  "solve for each rule's Lambda (no Monte Carlo error; exact for linear models); "
+                  "inf: the rule's Lambda has no stationary law (Lambda H outside (0, 2) or "
+                  "divergent second moments). cov_err carries Monte Carlo error of a "
+                  "finite run.\n")
 
 
 # ---------------------------------------------------------------------------- sgmcmc-linear
@@ -252,12 +261,13 @@ def run_linear(out, quick=False, **_):
             groups.append((f"{loss} B={bl}", keys))
     res = run_cells(store, cells, "sgmcmc-linear")
     methods = ("posterior", "ct", "lr-ws", "dq-exact", "sandwich")
-    summ = _summarise(res, groups, methods, ("cov_err", "calib_err"))
+    summ = _summarise(res, groups, methods, ("cov_err", "calib_err", "predicted_cov_err"))
     table = ""
-    for metric in ("calib_err", "cov_err"):
+    for metric in ("calib_err", "cov_err", "predicted_cov_err"):
         rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
         table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} data sets)\n\n"
         table += markdown_table(["loss, B"] + list(methods), rows)
+    table += PREDICTED_NOTE
     rows = [[f"{l} B={b}"] + [PAPER_T2[(l, b)].get(m, "—") for m in methods]
             for (l, b) in PAPER_T2]
     table += "\n## paper, Table 2 (covariance error, means)\n\n" + markdown_table(
@@ -309,10 +319,13 @@ def run_boston(out, quick=False, **_):
             groups.append((f"{loss} B={bl}", keys))
     res = run_cells(store, cells, "sgmcmc-boston")
     methods = ("posterior", "ct", "lr-ws", "dq-exact", "sandwich")
-    summ = _summarise(res, groups, methods, ("cov_err",))
-    rows = [[lab] + [_fmt(summ[lab][m]["cov_err"]) for m in methods] for lab, _ in groups]
-    table = f"## covariance error (mean [2.5 %, 97.5 %] over {cfg['runs']} SGD runs)\n\n"
-    table += markdown_table(["loss, B"] + list(methods), rows)
+    summ = _summarise(res, groups, methods, ("cov_err", "predicted_cov_err"))
+    table = ""
+    for metric in ("cov_err", "predicted_cov_err"):
+        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
+        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} SGD runs)\n\n"
+        table += markdown_table(["loss, B"] + list(methods), rows)
+    table += PREDICTED_NOTE
     rows = [[f"{l} B={b}"] + [PAPER_T3[(l, b)].get(m, "—") for m in methods] for (l, b) in PAPER_T3]
     table += "\n## paper, Table 3 (means)\n\n" + markdown_table(["loss, B"] + list(methods), rows)
     notes = {}
@@ -372,12 +385,13 @@ def run_poisson(out, quick=False, **_):
             groups.append((f"{data} B={bl}", keys))
     res = run_cells(store, cells, "sgmcmc-poisson")
     methods = ("ct", "dq-const", "dq-exact")
-    summ = _summarise(res, groups, methods, ("cov_err", "calib_err"))
+    summ = _summarise(res, groups, methods, ("cov_err", "calib_err", "predicted_cov_err"))
     table = ""
-    for metric in ("calib_err", "cov_err"):
+    for metric in ("calib_err", "cov_err", "predicted_cov_err"):
         rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
         table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} runs)\n\n"
         table += markdown_table(["data, B"] + list(methods), rows)
+    table += PREDICTED_NOTE
     rows = [[f"{d} B={b}"] + [PAPER_T4[(d, b)][m] for m in methods] for (d, b) in PAPER_T4]
     table += "\n## paper, Table 4 (covariance error, means)\n\n" + markdown_table(
         ["data, B"] + list(methods), rows)
