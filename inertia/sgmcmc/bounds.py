@@ -296,7 +296,13 @@ def coupled_sample(model: Model, theta_hat, Lambda, *, batch_size: int, num_draw
                        batch_size=int(batch_size), replacement=bool(replacement),
                        num_draws=int(num_draws), block=int(block), burn_in=int(burn_in),
                        beta=beta)
-    return CoupledDraws(*(np.asarray(o) for o in out))
+    out = CoupledDraws(*(np.asarray(o) for o in out))
+    if not (np.all(np.isfinite(out.sq_dist)) and np.all(np.isfinite(out.psi_m4))):
+        raise FloatingPointError(
+            f"SG(L)D or its proxy diverged with this Lambda (batch size {batch_size}): the step is "
+            "too large for this loss; use a smaller step (Corollary 4.6 needs lambda < "
+            "min(B mu / (200 L^2), 1 / (4 L)), see `regime`)")
+    return out
 
 
 # ------------------------------------------------------------------------------ estimates
