@@ -1,13 +1,14 @@
 """inertia.mcmc: HFHR beside KLMC and ULA, with exact Gaussian diagnostics (spec HFHR.md)."""
 from .gaussian import GaussianDiagnostics, StationaryLaw, affine_map, propagate, stationary_affine, w2_gaussian
-from .kernels import REGISTRY, Info, KineticState, LangevinState, Method, Params, get_method, hfhr, klmc, ula
+from .kernels import (REGISTRY, Info, KineticState, LangevinState, Method, Params, get_method, hfhr,
+                      hfhr_rm, klmc, ula, uld_rm)
 from .nag import hfhr_euler_step, nag_sc, nag_to_hfhr
 from .sample import SampleResult, sample
 from .tuning import default_parameters, tune_gaussian
 
 __all__ = [
     "sample", "SampleResult", "REGISTRY", "get_method", "Method", "Params", "Info", "KineticState",
-    "LangevinState", "hfhr", "klmc", "ula", "GaussianDiagnostics", "StationaryLaw", "affine_map",
+    "LangevinState", "hfhr", "klmc", "ula", "hfhr_rm", "uld_rm", "GaussianDiagnostics", "StationaryLaw", "affine_map",
     "propagate", "stationary_affine", "w2_gaussian", "nag_sc", "nag_to_hfhr", "hfhr_euler_step",
     "default_parameters", "tune_gaussian",
 ]
