@@ -47,13 +47,16 @@ def default_grid(target, method: str, size: str = "normal") -> dict:
     return grid
 
 
-def tune_gaussian(target, method: str, *, tol: float = 0.1, grid: Optional[dict] = None,
-                  max_steps: int = 5000, init_mean=None, init_var: float = 1.0) -> dict:
-    """Grid point of least gradient evaluations to reach W2 <= tol * W2_0, by the exact law.
+def tune_gaussian(target, method: str, *, tol: float = 0.1, budget: Optional[int] = None,
+                  grid: Optional[dict] = None, max_steps: int = 5000, init_mean=None,
+                  init_var: float = 1.0) -> dict:
+    """Best grid point by the exact law: with `budget` (gradient evaluations per chain), the least
+    W2 after that many gradients; otherwise the fewest gradients to reach W2 <= tol * W2_0.
 
     grid: {"step_size": [...], "gamma": [...], "ahl": [...]} (alpha = ahl / (h L)); defaults to
-    `default_grid`. Returns the best parameters, the gradient count (None if no grid point reaches
-    the tolerance within max_steps), W2_0, the stationary bias and the contraction rate.
+    `default_grid`. Unstable grid points (contraction rate >= 1) are never chosen. Returns the best
+    parameters, `grad_evals` (None if no grid point reaches the tolerance within max_steps), `w2`
+    at the end of the budget (budget mode), W2_0, the stationary bias and the contraction rate.
     """
     m_ = get_method(method)
     diag = GaussianDiagnostics(target)
@@ -65,20 +68,32 @@ def tune_gaussian(target, method: str, *, tol: float = 0.1, grid: Optional[dict]
     H, G, R = (a.ravel() for a in np.meshgrid(hs, gs, rs, indexing="ij"))
     A = R / (H * L)
     w0 = diag.initial_w2(init_mean, init_var)
-    hit, final = diag.steps_to(m_, step_size=H, gamma=G, alpha=A, tol=tol * w0, max_steps=max_steps,
+    stable = diag.rates(m_, step_size=H, gamma=G, alpha=A) < 1.0
+    out = {"method": m_.name, "w2_0": w0, "tol": tol, "budget": budget, "grid_points": int(H.size)}
+    if budget is not None:
+        steps = max(int(budget) - 1, 0) // m_.grads_per_step  # the initial gradient counts
+        curves, _ = diag.grid_curves(m_, step_size=H, gamma=G, alpha=A, num_steps=steps,
+                                     init_mean=init_mean, init_var=init_var)
+        final = np.where(stable, curves[:, -1], np.inf)
+        if not np.isfinite(final).any():
+            out.update(step_size=None, gamma=None, alpha=None, w2=None)
+            return out
+        i = int(np.argmin(final))
+        out.update(steps=steps, w2=float(final[i]))
+    else:
+        hit, _ = diag.steps_to(m_, step_size=H, gamma=G, alpha=A, tol=tol * w0, max_steps=max_steps,
                                init_mean=init_mean, init_var=init_var)
-    ok = hit > 0
-    out = {"method": m_.name, "w2_0": w0, "tol": tol, "grid_points": int(H.size)}
-    if not ok.any():
-        out.update(step_size=None, gamma=None, alpha=None, grad_evals=None)
-        return out
-    i = int(np.flatnonzero(ok)[np.argmin(hit[ok])])
+        ok = (hit > 0) & stable
+        if not ok.any():
+            out.update(step_size=None, gamma=None, alpha=None, grad_evals=None)
+            return out
+        i = int(np.flatnonzero(ok)[np.argmin(hit[ok])])
+        out.update(steps=int(hit[i]), grad_evals=int(hit[i]) * m_.grads_per_step)
     best = {"step_size": float(H[i])}
     if m_.kinetic:
         best["gamma"] = float(G[i])
     if "alpha" in m_.uses:
         best["alpha"] = float(A[i])
     st = diag.stationary(m_, **best)
-    out.update(best, steps=int(hit[i]), grad_evals=int(hit[i]) * m_.grads_per_step,
-               bias_w2=st.bias_w2, rate=st.rate)
+    out.update(best, bias_w2=st.bias_w2, rate=st.rate)
     return out

@@ -100,3 +100,20 @@ def test_tuning_reports_the_exact_crossing(target):
                 k, _ = diag.steps_to("hfhr", step_size=h, gamma=g, alpha=r / (h * target.beta),
                                      tol=0.1 * curve[0], max_steps=400)
                 assert k < 0 or k >= best["steps"]
+
+
+def test_tuning_for_a_gradient_budget(target):
+    grid = {"step_size": np.array([0.1, 0.2, 0.4]), "gamma": np.array([1.0, 2.0, 4.0]),
+            "ahl": np.array([0.5, 1.0])}
+    best = tune_gaussian(target, "hfhr", grid=grid, budget=31)
+    assert best["steps"] == 30
+    diag = GaussianDiagnostics(target)
+    curve = diag.w2_curve("hfhr", step_size=best["step_size"], gamma=best["gamma"],
+                          alpha=best["alpha"], num_steps=30)
+    assert abs(curve[-1] - best["w2"]) < 1e-12
+    for h in grid["step_size"]:
+        for g in grid["gamma"]:
+            for r in grid["ahl"]:
+                w = diag.w2_curve("hfhr", step_size=h, gamma=g, alpha=r / (h * target.beta),
+                                  num_steps=30)[-1]
+                assert w >= best["w2"] - 1e-12
