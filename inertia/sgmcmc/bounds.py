@@ -172,6 +172,28 @@ def w2_bound(c: BoundConstants, step_size: float, batch_size: int, temperature=m
     return corollary_constant(c, beta) * (lam / batch_size + (1 / beta if math.isfinite(beta) else 0))
 
 
+def mean_shift(model: Model, theta_hat, Sigma) -> np.ndarray:
+    """First-order shift of SGD's stationary mean away from theta_hat (the proxy's mean):
+    E theta - theta_hat ~ -H^-1 mean_n grad^3 l_n(theta_hat)[Sigma] / 2, from E grad L(theta) = 0 at
+    stationarity; its norm predicts the mean gap, a lower bound on W2(pi_theta, pi_psi).
+    GLMs: mean_n f3(eta_n) (x_n^T Sigma x_n) x_n (f3 the link's third derivative, by autodiff);
+    other models: autodiff of theta -> tr(J_n(theta) Sigma)."""
+    th = jnp.asarray(theta_hat, dtype=jnp.float64)
+    S = jnp.asarray(Sigma, dtype=jnp.float64)
+    N = model.num_obs
+    if model.is_glm:
+        d2 = _LINKS[model.link.kind][2]
+        f3 = jax.vmap(jax.grad(d2), in_axes=(0, 0, None))(model.X @ th, model.y, model.link._p())
+        q = jnp.einsum("na,ab,nb->n", model.X, S, model.X)
+        t3 = model.X.T @ (f3 * q) / N
+    else:
+        hess = jax.hessian(model.loss)
+        one = jax.grad(lambda t, d: jnp.sum(hess(t, d) * S))
+        t3 = jnp.mean(jax.vmap(one, in_axes=(None, 0))(th, model.data), axis=0)
+    H = np.asarray(model.mean_hessian(th)) + model.gamma / N
+    return -0.5 * np.linalg.solve(H, np.asarray(t3))
+
+
 # ------------------------------------------------------------------------ coupled sampling
 class CoupledDraws(NamedTuple):
     """Synchronously coupled SG(L)D (theta) and proxy (psi) chains, per block of `block` steps:
@@ -383,11 +405,14 @@ def estimate_w2(draws: CoupledDraws, *, ot: bool = True, max_points: int = 2000)
 def measure(model: Model, theta_hat, step_size: float, *, batch_size: int, num_steps: int,
             burn_in: Optional[int] = None, num_chains: int = 4, num_blocks: int = 500,
             seed: int = 0, temperature=math.inf, replacement: bool = True, ot: bool = True,
-            ot_points: int = 2000, constants_: Optional[BoundConstants] = None) -> dict:
+            ot_points: int = 2000, constants_: Optional[BoundConstants] = None,
+            predict_gap: bool = True, curvature_=None) -> dict:
     """Coupled W2 estimates for Lambda = lambda I next to the plug-in bounds (one Fig. D.1 point).
 
     `num_steps` post-burn-in steps per chain, summarised in `num_blocks` blocks; burn-in defaults
-    to 5 / (lambda mu), five relaxation times of the slowest proxy direction.
+    to 5 / (lambda mu), five relaxation times of the slowest proxy direction. `gap_predicted` is
+    ||mean_shift|| with the exact stationary covariance of the proxy (`predict.stationary_cov`;
+    pass `curvature_` to reuse a `Curvature`).
     """
     lam = _check_step(step_size)
     c = constants(model, theta_hat) if constants_ is None else constants_
@@ -400,9 +425,19 @@ def measure(model: Model, theta_hat, step_size: float, *, batch_size: int, num_s
                            temperature=temperature, replacement=replacement)
     est = estimate_w2(draws, ot=ot, max_points=ot_points)
     reg = regime(c, lam, batch_size)
+    gap_pred = None
+    if predict_gap:
+        from .offline import curvature
+        from .predict import stationary_cov
+
+        curv = curvature(model, theta_hat) if curvature_ is None else curvature_
+        S = stationary_cov(curv, lam, batch_size=batch_size, temperature=temperature,
+                           replacement=replacement)
+        gap_pred = float(np.linalg.norm(mean_shift(model, theta_hat, S)))
     return {
         "step_size": lam, "batch_size": int(batch_size), "ratio": lam / batch_size,
         "coupled": est.coupled, "coupled_se": est.coupled_se, "mean_gap": est.mean_gap,
+        "gap_predicted": gap_pred,
         "ot": est.ot, "ess": est.ess, "psi_m2": est.psi_m2, "psi_m4": est.psi_m4,
         "bound": w2_bound(c, lam, batch_size, temperature),
         "bound_theorem_m4_lemma": theorem_bound(c, lam, fourth_moment_bound(
@@ -432,6 +467,6 @@ def loglog_slope(x, y, se=None) -> tuple[float, float]:
 
 
 __all__ = ["BoundConstants", "constants", "third_derivative_norms", "regime",
-           "fourth_moment_bound", "theorem_bound", "corollary_constant", "w2_bound",
+           "fourth_moment_bound", "theorem_bound", "corollary_constant", "w2_bound", "mean_shift",
            "CoupledDraws", "coupled_sample", "ot_w2", "W2Estimate", "estimate_w2", "measure",
            "loglog_slope"]

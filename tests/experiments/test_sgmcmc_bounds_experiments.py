@@ -16,10 +16,11 @@ def test_w2_bound_quick_and_resume(tmp_path):
     for f in ("results.json", "results.md", "w2_bound.png"):
         assert (out / f).stat().st_size > 0
     saved = json.loads((out / "results.json").read_text())
-    assert saved["cells_computed"] == len(saved["points"]) + len(saved["setups"])
+    assert saved["cells_computed"] == 2 * len(saved["points"]) + len(saved["setups"])
     for p in res["points"]:
         # mean gap (lower bound on W2) <= coupled (upper bound) <= the plug-in bounds
         assert 0 < p["mean_gap"] <= p["coupled"] <= p["bound_theorem_m4_measured"] <= p["bound"]
+        assert abs(p["gap_predicted"] / p["mean_gap"] - 1) < 0.3  # first-order mean shift
     for s, v in res["slopes"].items():
         # linear in lambda / B: quick-size slope s.e. ~ 0.05, plus second-order curvature
         assert 0.8 <= v["pooled"]["slope"] <= 1.3, (s, v)
