@@ -70,6 +70,13 @@ def test_third_derivative_norms_autodiff_equals_glm_closed_form():
     cg, cc = bounds.constants(glm, th), bounds.constants(generic, th)
     for a, b in zip(cg, cc):
         assert a == pytest.approx(b, rel=1e-9)
+    # first-order mean shift: autodiff of tr(J_n Sigma) equals mean_n exp(eta_n) (x^T S x) x_n
+    S = np.array([[0.3, 0.1, 0.0], [0.1, 0.2, -0.05], [0.0, -0.05, 0.4]])
+    w = np.exp(X @ th)
+    t3 = (X.T * (w * np.einsum("na,ab,nb->n", X, S, X))) @ np.ones(25) / 25
+    exact = -0.5 * np.linalg.solve((X.T * w) @ X / 25, t3)
+    np.testing.assert_allclose(bounds.mean_shift(glm, th, S), exact, rtol=1e-10)
+    np.testing.assert_allclose(bounds.mean_shift(generic, th, S), exact, rtol=1e-9)
 
 
 def test_coupled_w2_linear_in_step_over_batch_poisson():
