@@ -112,19 +112,28 @@ def stationary(curv: Curvature, Lambda, *, batch_size: int, temperature=math.inf
         P[np.arange(di.size), sel] = 1.0
         A = np.eye(p2) - sym_kron(T) - sym_kron(U) @ Klin @ P
         rhs = vech(U @ C0 @ U.T + V @ noise @ V.T)
-    try:
-        z = np.linalg.solve(A, rhs)
-    except np.linalg.LinAlgError as err:
-        raise ValueError("the stationary-covariance equation is singular for this Lambda") from err
-    Z = unvech(z, k)
+    Z = unvech(_solve_equilibrated(A, rhs), k)
     cov = Z[:d, :d]
     ev = np.linalg.eigvalsh(cov)
-    if ev[0] <= 0 or not np.all(np.isfinite(ev)):
+    if not np.all(np.isfinite(ev)) or ev[0] <= -1e-4 * ev[-1] or ev[-1] <= 0:  # beyond roundoff
         raise ValueError(
             "no stationary covariance: with this Lambda and batch size the minibatch noise makes "
             "the second moments diverge (the solution of eq. 15-16 is not positive definite); "
             "use a smaller step or a larger batch")
     return Stationary(cov, Z, T, kappa)
+
+
+def _solve_equilibrated(A: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Solve A x = b after scaling rows and columns to unit max-norm (entries of Sigma can span
+    many orders of magnitude in ill-conditioned models)."""
+    r = 1.0 / np.maximum(np.abs(A).max(axis=1), 1e-300)
+    As = A * r[:, None]
+    c = 1.0 / np.maximum(np.abs(As).max(axis=0), 1e-300)
+    try:
+        y = np.linalg.solve(As * c[None, :], b * r)
+    except np.linalg.LinAlgError as err:
+        raise ValueError("the stationary-covariance equation is singular for this Lambda") from err
+    return y * c
 
 
 def stationary_cov(curv: Curvature, Lambda, **kw) -> np.ndarray:
@@ -164,7 +173,7 @@ def theory_cov(curv: Curvature, Lambda, theory: str, *, batch_size: int, tempera
         p = i.size
         M = np.eye(p) - sym_kron(F) - sym_kron(Lambda) @ K
         rhs = vech(Lambda @ ((c * s2 / sig ** 4) * A) @ Lambda.T + noise)
-        S = unvech(np.linalg.solve(M, rhs), d)
+        S = unvech(_solve_equilibrated(M, rhs), d)
     else:
         raise ValueError(f"unknown theory {theory!r}; choose from {THEORIES}")
     return 0.5 * (S + S.T)
