@@ -49,6 +49,10 @@ def test_linear_regression_constants_closed_form_and_proxy_exact():
     assert np.sqrt(dr.sq_dist.max()) <= 1e-10 * spread
     est = bounds.estimate_w2(dr, ot=False)
     assert est.coupled <= 1e-10 * spread and est.mean_gap <= 1e-10 * spread
+    # SGLD (beta = N): both chains receive the same injected noise, still equal to rounding
+    dr = bounds.coupled_sample(m, th, 0.5 / c.L, batch_size=8, num_draws=60, block=5,
+                               burn_in=50, num_chains=2, seed=1, temperature=n)
+    assert np.sqrt(dr.sq_dist.max()) <= 1e-10 * np.sqrt(dr.psi_m2.mean())
 
 
 def test_third_derivative_norms_autodiff_equals_glm_closed_form():
