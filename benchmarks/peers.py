@@ -194,7 +194,7 @@ def run_problem(key, cfg, out_runs):
                  checkpoint_every=max(1, cfg["exact_steps"][key] // CHECKPOINTS))
     runs.append(_from_fit(res, "inertia", "exact-apg (acc, quadrature expectations)", {}))
     _log(f"  inertia exact-apg: final gap {runs[-1]['gap'][-1]}")
-    for method in INERTIA_METHODS:
+    for method in cfg.get("methods", INERTIA_METHODS):
         for b in cfg["batches"]:
             runs.append(run_inertia(target, method, b, cfg["inertia_steps"][key]))
             _log(f"  inertia {method} b={b}: final gap {runs[-1]['gap'][-1]}")
@@ -214,14 +214,16 @@ def run_problem(key, cfg, out_runs):
 
 
 def best_by_label(runs, thr):
-    """For each (library, method) the configuration reaching thr fastest in wall time."""
+    """For each (library, method) the configuration reaching thr fastest in wall time (or None)."""
     best = {}
     for r in runs:
         h = hitting(r, thr)
         label = (r["library"], r["method"])
-        if h is not None and (label not in best or h[0] < best[label][0][0]):
+        cur = best.get(label)
+        if h is not None and (cur is None or h[0] < cur[0][0]):
             best[label] = (h, r["config"])
-        best.setdefault(label, None) if label not in best else None
+        else:
+            best.setdefault(label, None)
     return best
 
 
@@ -234,8 +236,12 @@ def table(runs):
         for thr in THRESHOLDS:
             b = best_by_label([r for r in runs if (r["library"], r["method"]) == (lib, meth)],
                               thr).get((lib, meth))
-            row.append("never" if b is None else f"{b[0][0]:.3g} s / {b[0][1]:.3g} "
-                       f"({', '.join(f'{k}={v}' for k, v in b[1].items())})")
+            if b is None:
+                row.append("never")
+                continue
+            queries = f"{b[0][1]:.3g}" if b[0][1] else "n/a"
+            cfg = ", ".join(f"{k}={v}" for k, v in b[1].items())
+            row.append(f"{b[0][0]:.3g} s / {queries}" + (f" ({cfg})" if cfg else ""))
         rows.append(row)
     return rows
 
@@ -293,8 +299,20 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default="benchmarks/results")
     ap.add_argument("--problems", default="wdbc,sonar")
+    ap.add_argument("--methods", default=",".join(INERTIA_METHODS),
+                    help="inertia stochastic methods to run (comma separated)")
+    ap.add_argument("--report", action="store_true",
+                    help="only redo the tables and plot from DIR/peers.json (several files: "
+                         "comma-separated --out)")
     args = ap.parse_args(argv)
     cfg = SETTINGS["quick" if args.quick else "full"]
+    if args.report:
+        runs = [r for o in args.out.split(",")
+                for r in json.loads((Path(o) / "peers.json").read_text())["runs"]]
+        plot(runs, Path(args.out.split(",")[0]) / "peers.png")
+        report(runs)
+        return 0
+    cfg = dict(cfg, methods=tuple(m for m in args.methods.split(",") if m))
     out = Path(args.out)
     runs = []
     meta = {"jax": jax.__version__, "devices": [str(d) for d in jax.devices()],
@@ -305,15 +323,22 @@ def main(argv=None):
 
         dump_json({"meta": meta, "runs": runs}, out / "peers.json")
     plot(runs, out / "peers.png")
-    for key in args.problems.split(","):
+    report(runs)
+    return 0
+
+
+def report(runs):
+    """Print the Markdown tables and the speed-up lines per problem."""
+    for key in sorted({r["problem"] for r in runs}):
         sel = [r for r in runs if r["problem"] == key]
         print(f"\n### {key}\n")
+        print("| library | method | " + " | ".join(f"gap {t:g}" for t in THRESHOLDS) + " |")
+        print("|---|---|" + "---|" * len(THRESHOLDS))
         for row in table(sel):
             print("| " + " | ".join(row) + " |")
         for thr in THRESHOLDS:
             ours, peer, ratio = speedups(sel, thr)
             print(f"gap {thr:g}: inertia {ours} s, best peer {peer} s, ratio {ratio}")
-    return 0
 
 
 if __name__ == "__main__":
