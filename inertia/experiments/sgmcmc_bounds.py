@@ -247,7 +247,7 @@ def run_w2_bound(out, quick=False, **_):
 TL_FULL = dict(D=20, N=2000, M=10_000, lam=0.1, wd_batches=(32, 4),
                decays=(0.0, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0), batches=(2, 4, 8, 16, 32, 64, 128, 256),
                chains=4, draws=20_000, thin=5, burn=500)
-TL_QUICK = dict(D=5, N=500, M=2000, lam=0.1, wd_batches=(8,), decays=(0.0, 1.0),
+TL_QUICK = dict(D=5, N=500, M=2000, lam=0.1, wd_batches=(4,), decays=(0.0, 1.0),
                 batches=(4, 32), chains=2, draws=2000, thin=2, burn=200)
 THEORY_LABEL = {"dq-exact": "ours (discrete, exact noise)", "ct": "continuous time",
                 "dq-const": "discrete, constant noise"}
