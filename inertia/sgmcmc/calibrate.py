@@ -73,9 +73,12 @@ def rel_fro(A, B) -> float:
 
 
 def empirical_ess(draws: np.ndarray) -> np.ndarray:
-    """Effective sample size per coordinate of (chain, draw, dim) draws (numpyro's estimator)."""
-    from numpyro.diagnostics import effective_sample_size
-
+    """Effective sample size per coordinate of (chain, draw, dim) draws (numpyro's estimator;
+    NaN when the optional numpyro is not installed)."""
+    try:
+        from numpyro.diagnostics import effective_sample_size
+    except ImportError:
+        return np.full(np.shape(draws)[-1], np.nan)
     return np.asarray(effective_sample_size(np.asarray(draws)))
 
 
