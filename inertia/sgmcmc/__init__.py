@@ -11,7 +11,7 @@ Building blocks: `models` (per-observation losses), `offline` (MAP, J, I, sandwi
 `tuning` (Lambda from a target covariance), `predict` (exact stationary covariance, IAT,
 autocorrelations, iterate averages), `kernels` (BlackJAX-style SG(L)D steps and vmapped chains).
 """
-from . import kernels, models, offline, predict, tuning
+from . import bounds, kernels, models, offline, predict, test_loss, tuning
 from .calibrate import CalibrationResult, CalibrationWarning, calibrate, empirical_ess, rel_fro
 from .kernels import SGLDInfo, SGLDState, build_kernel, minibatch_indices, proxy_gradient, sample
 from .models import (Model, from_loss, linear_regression, logistic_regression, make_model,
@@ -23,7 +23,7 @@ from .tuning import METHODS, Tuning, tune
 
 __all__ = [
     "calibrate", "CalibrationResult", "CalibrationWarning", "empirical_ess", "rel_fro",
-    "kernels", "models", "offline", "predict", "tuning",
+    "bounds", "kernels", "models", "offline", "predict", "test_loss", "tuning",
     "SGLDInfo", "SGLDState", "build_kernel", "minibatch_indices", "proxy_gradient", "sample",
     "Model", "from_loss", "linear_regression", "logistic_regression", "make_model",
     "poisson_regression", "Curvature", "curvature", "fit_map",
