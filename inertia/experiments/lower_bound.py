@@ -207,7 +207,10 @@ def objective_v(target, m, S, *, num, seed, mc=None):
     MC hit frequency of the hidden region; returns (F, se, hits, n)."""
     kappa, R, v = target.info["kappa"], target.info["R"], target.info["v"]
     mc = mc or _tail_mc(target, num)
-    L = np.linalg.cholesky(S)
+    try:
+        L = np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:  # a run that diverged (non-finite or non-PD final covariance)
+        return math.nan, math.nan, -1, num
     corr, hits = mc(jax.random.PRNGKey(seed), jnp.asarray(m), jnp.asarray(L))
     corr = np.asarray(corr)
     Q = 0.5 * (m @ m + np.trace(S)) - 0.5 * np.linalg.slogdet(S)[1]
