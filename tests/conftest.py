@@ -3,7 +3,9 @@ import os
 import tempfile
 from pathlib import Path
 
-import inertia  # noqa: F401  (enables float64)
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: BLAS spin slows XLA
+
+import inertia  # noqa: E402,F401  (enables float64)
 
 _CACHE = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 if _CACHE.is_dir():

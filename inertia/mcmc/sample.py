@@ -65,12 +65,10 @@ class SampleResult:
 
     def to_arviz(self):
         """An arviz InferenceData with posterior variable `x` (chain, draw, x_dim_0)."""
-        try:
-            import arviz
-        except ImportError as err:  # pragma: no cover - optional dependency
-            raise ImportError("to_arviz() needs arviz: pip install 'inertia[arviz]'") from err
+        from ..arviz_io import to_arviz_draws
+
         stats = {k: v[:, self.thinning - 1::self.thinning] for k, v in self.info.items()}
-        return arviz.from_dict(posterior={"x": self.draws}, sample_stats=stats)
+        return to_arviz_draws(self.draws, sample_stats=stats)
 
 
 def _runner(method: Method, grad_fn, num_draws: int, thinning: int):

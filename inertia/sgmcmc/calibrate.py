@@ -66,6 +66,12 @@ class CalibrationResult:
             "settings": self.settings, "seconds": self.seconds,
         }
 
+    def to_arviz(self):
+        """Draws (chain, draw, dim) as an ArviZ object."""
+        from ..arviz_io import to_arviz_draws
+
+        return to_arviz_draws(self.draws)
+
 
 def rel_fro(A, B) -> float:
     """||A - B||_F / ||B||_F."""

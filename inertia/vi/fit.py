@@ -227,7 +227,24 @@ def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batc
                 state0, keys[:, : n * length].reshape(len(seeds), n, length, -1)).compile()
     compile_seconds = time.perf_counter() - t0
 
-    snap_m, snap_A, steps, seconds = [state0.m], [state0.A], [0], [0.0]
+    to_cov = jax.jit(jax.vmap(jax.vmap(lambda m, A: kernel.gaussian(type(state0)(m, A, m, A))[1])))
+    do_eval = evaluate and target.expectations is not None
+    ref = obj.reference(target) if do_eval else None
+    gap_rows, obj_rows = [], []
+
+    def record(ms, As):  # ms (k, seeds, d), As (k, seeds, d, d): gaps now, factors not kept
+        if not do_eval or ms.shape[0] == 0:
+            return
+        k, ns, d = ms.shape
+        covs = np.asarray(to_cov(jnp.asarray(ms), jnp.asarray(As))).reshape(k * ns, d, d)
+        hld = np.asarray(obj.half_logdet(jnp.asarray(As), kernel.coords)).reshape(k * ns)
+        g, f = obj.gaps(target, ms.reshape(k * ns, d), covs, ref=ref, half_logdets=hld)
+        gap_rows.append(g.reshape(k, ns))
+        obj_rows.append(f.reshape(k, ns))
+
+    record(np.asarray(state0.m)[None], np.asarray(state0.A)[None])
+    snap_m, steps, seconds = [np.asarray(state0.m)], [0], [0.0]
+    last_A = np.asarray(state0.A)
     state, elapsed, diverged = state0, 0.0, None
     for start, n, length in schedule:
         t = time.perf_counter()
@@ -235,14 +252,17 @@ def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batc
         state, (bm, bA, ok) = compiled[(n, length)](state, bkeys)
         ok = np.asarray(jax.block_until_ready(ok))  # (seeds, chunks, length)
         dt = time.perf_counter() - t
-        bm, bA = np.asarray(bm), np.asarray(bA)
         chunk_ok = ok.all(axis=(0, 2))
         good = n if chunk_ok.all() else int(np.argmin(chunk_ok))
+        bm = np.swapaxes(np.asarray(bm)[:, :good], 0, 1)  # (good, seeds, d)
+        bA = np.swapaxes(np.asarray(bA)[:, :good], 0, 1)
+        record(bm, bA)
         for c in range(good):
-            snap_m.append(bm[:, c])
-            snap_A.append(bA[:, c])
+            snap_m.append(bm[c])
             steps.append(start + (c + 1) * length)
             seconds.append(elapsed + dt * (c + 1) / n)
+        if good:
+            last_A = bA[-1]
         elapsed += dt
         if good < n:
             flat = ok[:, good].all(axis=0)
@@ -259,23 +279,15 @@ def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batc
 
     steps = np.asarray(steps)
     g_per, h_per = est.cost(target.dim, batch_size)
-    ms = jnp.asarray(np.stack([np.asarray(x) for x in snap_m]))  # (checkpoints, seeds, d)
-    As = jnp.asarray(np.stack([np.asarray(x) for x in snap_A]))
-    covs = jax.vmap(jax.vmap(lambda m, A: kernel.gaussian(type(state)(m, A, m, A))[1]))(ms, As)
-    gap = objective_vals = None
-    f_star = None
-    if evaluate and target.expectations is not None:
-        ref = obj.reference(target)
-        nck, ns, d = ms.shape
-        gap, objective_vals = obj.gaps(target, ms.reshape(nck * ns, d),
-                                       covs.reshape(nck * ns, d, d), ref=ref)
-        gap, objective_vals = gap.reshape(nck, ns), objective_vals.reshape(nck, ns)
-        f_star = ref.value
+    gap = np.concatenate(gap_rows) if do_eval else None
+    objective_vals = np.concatenate(obj_rows) if do_eval else None
+    f_star = ref.value if do_eval else None
     history = {"step": steps, "gap": gap, "objective": objective_vals,
                "grad_evals": steps * g_per, "hvp_evals": steps * h_per,
                "seconds": np.asarray(seconds)}
-    final_m, final_A, final_cov = (np.asarray(x[-1]) for x in (ms, As, covs))
-    factor = final_A if kernel.coords != "cov" else np.linalg.cholesky(final_cov)
+    final_m = snap_m[-1]
+    final_cov = np.asarray(to_cov(jnp.asarray(final_m)[None], jnp.asarray(last_A)[None]))[0]
+    factor = last_A if kernel.coords != "cov" else np.linalg.cholesky(final_cov)
     single = len(seeds) == 1
     if single:
         final_m, final_cov, factor = final_m[0], final_cov[0], factor[0]
