@@ -170,3 +170,12 @@ def write_text(path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
     return path
+
+
+def finish(out, name: str, store: CellStore, summary: dict, table: str, t0: float) -> dict:
+    """Write an experiment's results.json and results.md (with cell and time counts)."""
+    summary.update(experiment=name, cells_computed=store.computed, cells_reused=store.reused,
+                   seconds=time.perf_counter() - t0)
+    dump_json(summary, Path(out) / "results.json")
+    write_text(Path(out) / "results.md", f"# {name}\n\n{table}")
+    return summary

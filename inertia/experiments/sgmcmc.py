@@ -11,26 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ._runner import CellStore, cell_key, dump_json, markdown_table, run_cells, write_text
+from ..plots import _plt
+from ._runner import CellStore, cell_key, markdown_table, run_cells
+from ._runner import finish as _finish
 
 THETA_SEED = 20260  # theta* ~ N(0, I) is fixed across data sets ("fixed throughout")
 
 
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _finish(out: Path, name: str, store: CellStore, summary: dict, table: str, t0: float) -> dict:
-    summary.update(experiment=name, cells_computed=store.computed, cells_reused=store.reused,
-                   seconds=time.perf_counter() - t0)
-    dump_json(summary, out / "results.json")
-    write_text(out / "results.md", f"# {name}\n\n{table}")
-    return summary
 
 
 def _interval(vals):

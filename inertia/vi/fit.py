@@ -6,7 +6,7 @@ import math
 import sys
 import time
 import warnings
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import jax
 import jax.numpy as jnp

@@ -2,7 +2,7 @@
 import jax
 import jax.numpy as jnp
 
-from ..family import inv_factor_T_times, sym
+from ..family import sym
 from .base import Estimator
 
 
