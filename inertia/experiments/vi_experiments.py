@@ -212,12 +212,14 @@ def _node_factor(t) -> int:
     N(0, 4 I) (wider than any iterate we saw): the trapezoid must resolve softplus at scale 1/sd."""
     import jax.numpy as jnp
 
-    from ..vi.objective import AGREEMENT, _objective_fn
+    from ..vi.objective import AGREEMENT, _objective_fn, half_logdet
 
     m = jnp.zeros((2, t.dim))
     S = jnp.stack([jnp.eye(t.dim), 4.0 * jnp.eye(t.dim)])
+    hld = half_logdet(S, "cov")
     for f in LOGISTIC_NODE_FACTORS:
-        lo, hi = (np.asarray(_objective_fn(t.expectations_at(f * o))(m, S)) for o in (192, 384))
+        lo, hi = (np.asarray(_objective_fn(t.expectations_at(f * o))(m, S, hld))
+                  for o in (192, 384))
         if np.all(np.abs(lo - hi) <= AGREEMENT):
             return f
     return LOGISTIC_NODE_FACTORS[-1]
