@@ -171,7 +171,6 @@ def lockstep(kappa, method, *, R="asymptotic", dim=None, v_seed=0, seeds=(0,), n
         recs = tuple(np.stack(x) for x in zip(*recs))  # (seeds, steps + 1, ...)
         return recs, (np.stack([f[0] for f in finals]), np.stack([f[1] for f in finals]))
 
-    S = len(seeds)
     (mv, zv, _, st_v), final_v = run(switch_target(tv, 1.0, 0.0))
     (mb, zb, _, st_b), final_b = run(switch_target(tv, 0.0, 0.0))
     (_, _, fin, _), _ = run(switch_target(tv, 0.0, np.nan))

@@ -88,7 +88,7 @@ def _tuned_runs(model, curv, methods, B, epochs, seed, theta_star=None, max_draw
 
     from inertia.sgmcmc import kernels, rel_fro, stationary, tune
 
-    N, D = model.num_obs, model.dim
+    N = model.num_obs
     steps = int(math.ceil(epochs * N / B))
     burn = steps // 10
     thin = max(1, (steps - burn) // max_draws)

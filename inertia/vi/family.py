@@ -83,39 +83,30 @@ def _norm_root(norm_sq_at, radius):
         big = too_big(mid)
         return jnp.where(big, mid, lo), jnp.where(big, hi, mid)
 
-    lo, hi = lax.fori_loop(0, BISECTION_STEPS, bisect, (jnp.asarray(0.0), hi))
-    gamma = hi
-    return jnp.where(too_big(0.0), gamma, 0.0)
+    _, hi = lax.fori_loop(0, BISECTION_STEPS, bisect, (jnp.asarray(0.0), hi))
+    return jnp.where(too_big(0.0), hi, 0.0)
+
+
+def _shrink_to_ball(Y, diag_at, radius):
+    """L(gamma) = off(Y)/(1+gamma) + diag(diag_at(diag Y, gamma)) with the smallest gamma >= 0
+    giving ||L||_F <= radius: the KKT form shared by the prox of §2.2 and the projection of §2.3."""
+    Y = low(Y)
+    dY = jnp.diag(Y)
+    off = Y - jnp.diag(dY)
+    off_sq = jnp.sum(off**2)
+    gamma = _norm_root(lambda g: off_sq / (1.0 + g) ** 2 + jnp.sum(diag_at(dY, g) ** 2), radius)
+    return off / (1.0 + gamma) + jnp.diag(diag_at(dY, gamma))
 
 
 def prox_norm_constrained(Y, eta, radius):
     """prox of eta*(-sum log L_ii + indicator ||L||_F <= radius) for lower-triangular Y (§2.2)."""
-    Y = low(Y)
-    dY = jnp.diag(Y)
-    off = Y - jnp.diag(dY)
-
-    off_sq = jnp.sum(off**2)
-
-    def diag_at(g):
-        return (dY + jnp.sqrt(dY * dY + 4.0 * eta * (1.0 + g))) / (2.0 * (1.0 + g))
-
-    gamma = _norm_root(lambda g: off_sq / (1.0 + g) ** 2 + jnp.sum(diag_at(g) ** 2), radius)
-    return off / (1.0 + gamma) + jnp.diag(diag_at(gamma))
+    return _shrink_to_ball(
+        Y, lambda d, g: (d + jnp.sqrt(d * d + 4.0 * eta * (1.0 + g))) / (2.0 * (1.0 + g)), radius)
 
 
 def project_KL(Y, radius, tau0):
     """Euclidean projection onto {L lower-tri, ||L||_F <= radius, L_ii >= tau0} (§2.3)."""
-    Y = low(Y)
-    dY = jnp.diag(Y)
-    off = Y - jnp.diag(dY)
-
-    off_sq = jnp.sum(off**2)
-
-    def diag_at(g):
-        return jnp.maximum(dY / (1.0 + g), tau0)
-
-    gamma = _norm_root(lambda g: off_sq / (1.0 + g) ** 2 + jnp.sum(diag_at(g) ** 2), radius)
-    return off / (1.0 + gamma) + jnp.diag(diag_at(gamma))
+    return _shrink_to_ball(Y, lambda d, g: jnp.maximum(d / (1.0 + g), tau0), radius)
 
 
 def project_spectrum(C, lower, upper=jnp.inf):
