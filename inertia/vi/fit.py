@@ -419,7 +419,6 @@ class _Runner:
             elapsed += dt
             if bad_draws is not None:  # V non-finite on draws of q at checkpoint index bad_draws
                 good = bad_draws
-                rec.truncate(good_steps=start + good * length)
             state = new_state
             failed = good < n
             if failed:
@@ -427,7 +426,8 @@ class _Runner:
                 reason = ("potential V non-finite on draws of q (the log density is NaN or "
                           "-inf where q puts mass)" if bad_draws is not None else
                           "non-finite or exploding iterate (gradient or step too large)")
-                if opts.recover and attempt < max_recoveries:
+                hopeless = bad_draws is not None and bool(np.any(rec.est_bad[0] > 0))
+                if opts.recover and attempt < max_recoveries and not hopeless:
                     attempt += 1
                     self.eta_scale /= 4.0
                     self._build()
