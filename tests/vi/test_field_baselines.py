@@ -15,8 +15,6 @@ from inertia.targets.zoo import make_target
 from inertia.vi import fit, make_kernel, reference
 from inertia.vi.registry import FIELD_METHODS, PAPER_METHODS
 
-NGVI = ["ngvi", "ngvi-reparam", "sqrt-ngvi"]
-
 
 def test_field_methods_are_registered_apart_from_the_paper():
     assert set(FIELD_METHODS) == {"ngvi", "ngvi-reparam", "sqrt-ngvi", "bam"}

@@ -42,7 +42,7 @@ def schedule(step, kind, decay_steps):
 
 
 def whitened_estimates(target, key, m, T, batch_size, hessian, control):
-    """(g, K, Tinv): g ~ E_q grad V, K ~ T^{-1} (E_q hess V) T^{-T}, for q = N(m, (T T^T)^{-1})."""
+    """(g, K): g ~ E_q grad V, K ~ T^{-1} (E_q hess V) T^{-T}, for q = N(m, (T T^T)^{-1})."""
     d = m.shape[0]
     eye = jnp.eye(d, dtype=m.dtype)
     Tinv = _solve(T, eye, lower=True)
@@ -60,7 +60,7 @@ def whitened_estimates(target, key, m, T, batch_size, hessian, control):
             K = K + eye
     else:
         raise ValueError(f"unknown hessian estimator {hessian!r}; use 'price' or 'reparam'")
-    return g, K, Tinv
+    return g, K
 
 
 def covariance_from_chol_precision(T):
@@ -89,7 +89,7 @@ def build(target, *, step, batch_size, hessian="price", control=False, posdef=Tr
         m, S = state.m, state.aux_A
         rho = rho_at(state.count)
         T = jnp.linalg.cholesky(S)
-        g, K, _ = whitened_estimates(target, key, m, T, batch_size, hessian, control)
+        g, K = whitened_estimates(target, key, m, T, batch_size, hessian, control)
         M = K - jnp.eye(m.shape[0], dtype=m.dtype)
         N = jnp.eye(m.shape[0], dtype=m.dtype) + rho * M
         if posdef:

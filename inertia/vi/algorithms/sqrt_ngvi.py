@@ -33,7 +33,7 @@ def build(target, *, step, batch_size, hessian="price", control=False, schedule_
     def step_fn(state, key):
         m, T = state.m, state.aux_A
         rho = rho_at(state.count)
-        g, K, _ = whitened_estimates(target, key, m, T, batch_size, hessian, control)
+        g, K = whitened_estimates(target, key, m, T, batch_size, hessian, control)
         M = K - jnp.eye(m.shape[0], dtype=m.dtype)
         T_new = T + rho * (T @ phi(M))
         m_new = m - rho * jax.scipy.linalg.cho_solve((T_new, True), g)
