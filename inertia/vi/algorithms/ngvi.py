@@ -76,7 +76,7 @@ def precision_init(A0):
     return Sigma, S, jnp.linalg.cholesky(S)
 
 
-def build(target, *, step, batch_size, hessian="price", control=False, posdef=True,
+def build(target, *, step, batch_size, hessian="price", control=True, posdef=True,
           schedule_kind="constant", decay_steps=100.0) -> Kernel:
     """NGVI kernel (Lin, Schmidt & Khan 2020 eq. for the Gaussian BLR); state carries S in aux_A."""
     rho_at = schedule(step, schedule_kind, decay_steps)

@@ -21,7 +21,7 @@ def phi(M):
     return jnp.tril(M, -1) + 0.5 * jnp.diag(jnp.diag(M))
 
 
-def build(target, *, step, batch_size, hessian="price", control=False, schedule_kind="constant",
+def build(target, *, step, batch_size, hessian="price", control=True, schedule_kind="constant",
           decay_steps=100.0) -> Kernel:
     """Square-root NGVI kernel; state carries T = chol(S) in aux_A."""
     rho_at = schedule(step, schedule_kind, decay_steps)
