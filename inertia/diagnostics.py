@@ -8,6 +8,7 @@ thresholds of that paper) and no draw has a non-finite position, potential or gr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from typing import Optional, Sequence
 
@@ -185,18 +186,23 @@ def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int
     return dg.table(max_rows) + "\n" + dg.verdict()
 
 
-def count_nonfinite_potential(potential, draws, batch: int = 4096) -> int:
-    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (one jit, batched)."""
+@functools.lru_cache(maxsize=16)
+def _nonfinite_fn(potential):
     import jax
     import jax.numpy as jnp
 
+    return jax.jit(jax.vmap(lambda v: ~jnp.isfinite(potential(v))))
+
+
+def count_nonfinite_potential(potential, draws, batch: int = 4096) -> int:
+    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (one jit, batched)."""
     x = np.asarray(draws, dtype=np.float64)
     flat = x.reshape(-1, x.shape[-1])
     ok_rows = np.all(np.isfinite(flat), axis=1)
     flat = flat[ok_rows]
     if flat.shape[0] == 0:
         return 0
-    f = jax.jit(jax.vmap(lambda v: ~jnp.isfinite(potential(v))))
+    f = _nonfinite_fn(potential)
     n = 0
     b = min(batch, flat.shape[0])
     for i in range(0, flat.shape[0], b):
