@@ -148,8 +148,9 @@ def add_parser(subparsers):
                         "docs/hfhr.md)")
     p.add_argument("--gamma", type=float, default=None, help="friction (kinetic methods)")
     p.add_argument("--alpha", type=float, default=None, help="HFHR coefficient alpha >= 0")
-    p.add_argument("--precondition", choices=("auto", "laplace", "none"), default="auto",
-                   help="warm-up preconditioner: Laplace fit x = m + L z, or none")
+    p.add_argument("--precondition", choices=("auto", "laplace", "vi", "none"), default="auto",
+                   help="warm-up preconditioner x = m + L z: auto (Laplace; VI where the Laplace "
+                        "fit is unusable), laplace, vi (inertia.vi.fit, costlier), none")
     p.add_argument("--bias-tol", type=float, default=0.03,
                    help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
     p.add_argument("--chains", type=_positive_int, default=4, help="number of chains")

@@ -324,8 +324,8 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
     With step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
-    fits a Gaussian (Laplace), runs the chains in whitened coordinates x = m + L z
-    (precondition="none": identity factor), tunes (h, gamma, alpha) exactly on a Gaussian with the
+    fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";
+    "laplace"; "none": identity factor), runs the chains in whitened coordinates x = m + L z, tunes (h, gamma, alpha) exactly on a Gaussian with the
     measured whitened curvature (stationary sd within `bias_tol`), and halves h while an h vs h/2
     comparison of warm-up moments shows more bias; all draws are then post-warm-up. Otherwise the
     given parameters are used (missing ones from `tuning.default_parameters`, which needs curvature
@@ -342,8 +342,8 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     m = get_method(method) if isinstance(method, str) else method
     if on_divergence not in ("raise", "stop"):
         raise ValueError("on_divergence must be 'raise' or 'stop'")
-    if precondition not in ("auto", "laplace", "none"):
-        raise ValueError("precondition must be 'auto', 'laplace' or 'none'")
+    if precondition not in ("auto", "laplace", "vi", "none"):
+        raise ValueError("precondition must be 'auto', 'laplace', 'vi' or 'none'")
     for name, v in (("num_chains", num_chains), ("num_steps", num_steps), ("thinning", thinning)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")

@@ -41,8 +41,13 @@ class GaussianFit:
 
 
 def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -> GaussianFit:
-    """Gaussian approximation used as preconditioner: "laplace" (or "auto") via estimate_curvature,
-    "none" (identity factor at the MAP)."""
+    """Gaussian approximation used as preconditioner.
+
+    "laplace": MAP and inverse-Hessian Cholesky factor (`targets.curvature.estimate_curvature`);
+    "vi": `inertia.vi.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
+    and VI when the Laplace fit is unusable (MAP not converged or Hessian not positive definite
+    there); "none": identity factor at the MAP.
+    """
     from ..targets.curvature import estimate_curvature
 
     est = estimate_curvature(target, num_points=1, margin=1.0, seed=seed)
@@ -51,7 +56,32 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     grads = est.grad_evals + 2 * est.hvp_evals
     if precondition == "none":
         return GaussianFit(np.asarray(est.mode), np.eye(target.dim), "none", grads, info)
+    laplace_ok = est.map_converged and est.lambda_min[0] > 0
+    if precondition == "vi" or (precondition == "auto" and not laplace_ok):
+        vi = _vi_fit(target, seed)
+        if vi is not None:
+            mean, factor, g, note = vi
+            info.update(vi=note)
+            return GaussianFit(mean, factor, "vi", grads + g, info)
+        info.update(vi="VI fit failed: Laplace fit used")
     return GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info)
+
+
+def _vi_fit(target, seed):
+    """(mean, Cholesky factor, gradient evaluations, note) from inertia.vi.fit, or None on failure."""
+    try:
+        from ..vi import fit
+
+        r = fit(target, seed=seed)
+        mean = np.asarray(r.mean, dtype=np.float64).reshape(-1)
+        factor = np.linalg.cholesky(np.asarray(r.cov, dtype=np.float64).reshape(target.dim, -1))
+    except Exception:  # noqa: BLE001 - any failure of the fit falls back to the Laplace fit
+        return None
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))):
+        return None
+    h = r.history
+    g = int(np.asarray(h.get("grad_evals", [0]))[-1]) + 2 * int(np.asarray(h.get("hvp_evals", [0]))[-1])
+    return mean, factor, g, f"{r.method}, {r.num_steps} steps"
 
 
 def whiten(target: Target, mean, factor) -> Target:
