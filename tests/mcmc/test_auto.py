@@ -130,3 +130,29 @@ def test_cli_unconverged_exit_code(capsys):
     assert main(args) == 3
     assert "NOT CONVERGED" in capsys.readouterr().out
     assert main(args + ["--allow-unconverged"]) == 0
+
+
+def test_numpyro_model_table_uses_constrained_sites():
+    numpyro = pytest.importorskip("numpyro")
+    import numpyro.distributions as dist
+
+    from inertia.targets import from_numpyro
+
+    y = np.random.default_rng(0).normal(1.0, 2.0, size=50)
+
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+        numpyro.sample("obs", dist.Normal(mu, sigma), obs=y)
+
+    t = from_numpyro(model, jnp.asarray(y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sample(t, seed=0, num_steps=2000)
+    dg = res.diagnostics
+    assert res.names == ["mu (unconstrained)", "sigma (unconstrained)"]
+    assert dg.names == ["mu", "sigma"]
+    # posterior of (mu, sigma) is near (mean y, sd y) with sds ~ sd(y)/sqrt(n), sd(y)/sqrt(2n)
+    s = np.std(y)
+    assert abs(dg.mean[0] - np.mean(y)) < 0.1 * s and abs(dg.mean[1] - s) < 0.15 * s
+    assert dg.q05[1] > 0
