@@ -108,7 +108,8 @@ class Diagnostics:
             cells.append(f"{self.rhat[i]:>9.3f}")
             cells += [f"{v:>9.0f}" if np.isfinite(v) else f"{'nan':>9}"
                       for v in (self.ess_bulk[i], self.ess_tail[i])]
-            flag = "  <-" if (not self.rhat[i] <= self.rhat_max or not self.ess_bulk[i] >= self.ess_min) else ""
+            bad = not self.rhat[i] <= self.rhat_max or not self.ess_bulk[i] >= self.ess_min
+            flag = "  <-" if bad else ""
             lines.append(f"{str(self.names[i]):<{w}} " + " ".join(cells) + flag)
         if cut:
             lines.append(f"... {len(self.names) - len(rows)} more parameters (the {len(rows)} least "

@@ -203,7 +203,8 @@ def describe_tuning(t: dict) -> str:
     tu = t["tuning"]
     cur = "; ".join(f"{c['where']}: [{c['min']:.3g}, {c['max']:.3g}]" for c in t["curvature"])
     chk = t["bias_checks"][-1] if t["bias_checks"] else None
-    out = (f"{t['precondition']} preconditioner (x = m + L z; MAP {'found' if t['fit']['map_converged'] else 'NOT converged'}); "
+    found = "found" if t["fit"]["map_converged"] else "NOT converged"
+    out = (f"{t['precondition']} preconditioner (x = m + L z; MAP {found}); "
            f"whitened Hessian eigenvalues {cur}; (h, gamma, alpha) with the fewest gradients per "
            f"effective sample on a Gaussian with that spectrum ({tu['tau']:.1f}) and stationary sd "
            f"within {100 * t['bias_tol']:.0f} %; warm-up runs of {t['warmup_steps']} steps")
@@ -325,9 +326,10 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
 
     With step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
     fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";
-    "laplace"; "none": identity factor), runs the chains in whitened coordinates x = m + L z, tunes (h, gamma, alpha) exactly on a Gaussian with the
-    measured whitened curvature (stationary sd within `bias_tol`), and halves h while an h vs h/2
-    comparison of warm-up moments shows more bias; all draws are then post-warm-up. Otherwise the
+    "laplace"; "none": identity factor), runs the chains in whitened coordinates x = m + L z,
+    tunes (h, gamma, alpha) exactly on a Gaussian with the measured whitened curvature (stationary
+    sd within `bias_tol`), and halves h while an h vs h/2 comparison of warm-up moments shows more
+    bias; all draws are then post-warm-up (`final_state` in whitened coordinates). Otherwise the
     given parameters are used (missing ones from `tuning.default_parameters`, which needs curvature
     bounds) and `burn_in` defaults to half the draws.
     init: None (the warm-up's states; without warm-up q0 ~ N(0, I)), a point (dim,) or points

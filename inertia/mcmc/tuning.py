@@ -103,13 +103,14 @@ def tune_ess(eigenvalues, method: str, *, bias_tol: float = 0.03, max_step: Opti
              stiff: Optional[float] = None, num: int = 24) -> dict:
     """Fewest gradients per effective sample on a Gaussian with these Hessian eigenvalues, exactly.
 
-    Over a grid (h in [0.02, 3]/sqrt(L), or up to max_step, gamma in [0.2 sqrt(m), 4 sqrt(L)], alpha h L in {0, 0.1,
-    0.25, 0.5, 1, 1.5}; ULA h in [0.01, 1.9]/L), minimise grads_per_step * max over directions of
-    the larger autocorrelation time of q (as Geyer's estimator in ArviZ reports it) and of q^2
-    (`gaussian.chain_statistics`), among the points stable on every eigenvalue and on `stiff` (the
-    largest curvature met anywhere, used for stability only), whose stationary sd is within
-    `bias_tol` (relative) of the target's in every direction and whose h <= max_step. Returns the parameters, `tau` (gradients per effective sample
-    of the worst direction, per chain), `sd_bias` (largest relative stationary sd error) and `rate`.
+    Over a grid (h in [0.02, 3]/sqrt(L) or up to max_step, gamma in [0.2 sqrt(m), 4 sqrt(L)],
+    alpha h L in {0, 0.1, 0.25, 0.5, 1, 1.5}; ULA h in [0.01, 1.9]/L), minimise grads_per_step times
+    the largest over directions of the larger autocorrelation time of q (as Geyer's estimator in
+    ArviZ reports it) and of q^2 (`gaussian.chain_statistics`), among the points stable on every
+    eigenvalue and on `stiff` (the largest curvature met anywhere, used for stability only), whose
+    stationary sd is within `bias_tol` (relative) of the target's in every direction and whose
+    h <= max_step. Returns the parameters, `tau` (gradients per effective sample of the worst
+    direction, per chain), `sd_bias` (largest relative stationary sd error) and `rate`.
     """
     from .gaussian import chain_statistics
 
