@@ -50,6 +50,9 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     """
     from ..targets.curvature import estimate_curvature
 
+    if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
+        target = target.replace(hess_matmul_fn=jax.jit(
+            lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
     est = estimate_curvature(target, num_points=1, margin=1.0, seed=seed)
     info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
             "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
@@ -92,9 +95,16 @@ def whiten(target: Target, mean, factor) -> Target:
     def x(z):
         return m + F @ z
 
+    def hvp(z, v):
+        return F.T @ target.hvp(x(z), F @ v)
+
+    @jax.jit
+    def hess_matmul(z, M):  # one compiled Hessian for the curvature estimates
+        return jax.vmap(lambda v: hvp(z, v), in_axes=1, out_axes=1)(M)
+
     return Target(dim=target.dim, potential=lambda z: target.potential(x(z)),
-                  grad=lambda z: F.T @ target.grad(x(z)),
-                  hvp=lambda z, v: F.T @ target.hvp(x(z), F @ v), name=f"{target.name}-whitened")
+                  grad=lambda z: F.T @ target.grad(x(z)), hvp=hvp, hess_matmul_fn=hess_matmul,
+                  name=f"{target.name}-whitened")
 
 
 class Curvature:
