@@ -32,7 +32,8 @@ def gym_target(name):
 
     model = {"ill-cond-gaussian": gym.targets.IllConditionedGaussian,
              "brownian-missing": gym.targets.BrownianMotionMissingMiddleObservations,
-             "banana": gym.targets.Banana, "neals-funnel": gym.targets.NealsFunnel}[name]()
+             "banana": gym.targets.Banana, "neals-funnel": gym.targets.NealsFunnel,
+             "eight-schools-centred": gym.targets.EightSchools}[name]()
     m = gym.targets.VectorModel(model, flatten_sample_transformations=True)
     b, ident = m.default_event_space_bijector, m.sample_transformations["identity"]
 
