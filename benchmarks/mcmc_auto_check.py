@@ -57,14 +57,14 @@ def errors(draws, constrain, mu, sd):
             float(np.max(np.abs(flat.std(0, ddof=1) - sd) / sd)), ess)
 
 
-def run_inertia(t, constrain, mu, sd, seed=0):
+def run_inertia(t, constrain, mu, sd, seed=0, method="hfhr"):
     from inertia.mcmc import sample
 
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            res = sample(t, seed=seed, target_ess=400, max_steps=100_000, on_divergence="stop")
+            res = sample(t, method, seed=seed, target_ess=400, max_steps=100_000, on_divergence="stop")
         except (FloatingPointError, ValueError) as err:
             return {"error": str(err)[:200], "seconds": time.perf_counter() - t0}
     grads = res.grad_evals + res.warmup_grad_evals
@@ -108,12 +108,16 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--targets", default="ill-cond-gaussian,brownian-missing,banana,neals-funnel",
                    help="comma-separated Gym targets")
+    p.add_argument("--method", default="hfhr", help="inertia method (auto-tuned)")
+    p.add_argument("--no-nuts", action="store_true", help="skip NUTS")
     p.add_argument("--json", default=None, help="write the results to this path")
     a = p.parse_args(argv)
     out = {}
     for name in a.targets.split(","):
         t, c, mu, sd = gym_target(name)
-        out[name] = {"dim": t.dim, "inertia": run_inertia(t, c, mu, sd), "nuts": run_nuts(t, c, mu, sd)}
+        out[name] = {"dim": t.dim, "inertia": run_inertia(t, c, mu, sd, method=a.method)}
+        if not a.no_nuts:
+            out[name]["nuts"] = run_nuts(t, c, mu, sd)
         print(name, json.dumps(out[name], default=float), flush=True)
     if a.json:
         with open(a.json, "w") as fh:
