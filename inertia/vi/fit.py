@@ -399,10 +399,11 @@ class _Runner:
         diverged, stopped, restarts = None, None, 0
         done, elapsed, attempt, low_hits, high_hits = 0, 0.0, 0, 0, 0
         queue = list(schedule)
+        last_print = time.perf_counter()
         while queue:
             start, n, length = queue.pop(0)
-            t = time.perf_counter()
             fn = self._compiled(state, n, length)
+            t = time.perf_counter()
             bkeys = keys[:, start:start + n * length].reshape(len(seeds), n, length, -1)
             new_state, (bm, bA, ok, nr) = fn(state, bkeys)
             ok = np.asarray(jax.block_until_ready(ok))
@@ -469,8 +470,9 @@ class _Runner:
                     self._build()
                     kernel = self.kernel
                     state = rec.restart_state(kernel)
-            if progress:
+            if progress and time.perf_counter() - last_print > 2.0:
                 _progress(rec, num_steps, elapsed)
+                last_print = time.perf_counter()
             if rule is not None and any(rule.update(rec.seed_mean_draws(i))
                                         for i in range(-good, 0)):
                 verdict = {"step": rec.steps[-1], "decrease": rule.decrease,
