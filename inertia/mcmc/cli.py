@@ -11,33 +11,27 @@ import sys
 
 import numpy as np
 
-MODELS = ("gaussian-kappa", "logistic", "probit")
+MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 # the registry's names, listed here so that parsing needs no JAX (tests check they agree)
 METHODS = ("hfhr", "hfhr-split", "klmc", "ula", "hfhr-rm", "uld-rm")
 EXIT_UNCONVERGED = 3
 
 
 def build_model(args):
-    """(target, parameter names) for --model (gaussian-kappa: --dim --kappa; GLMs: --data NAME)."""
+    """(target, parameter names) for --model: gaussian-kappa (--dim --kappa --model-seed), a GLM on
+    --data (built-in name or CSV with --response), graph-probit, or FILE.py:NAME (a user's model,
+    CSV columns from --data). Names come from the target (`intercept` and columns, NumPyro sites)."""
     if args.model == "gaussian-kappa":
         from inertia.targets import kappa_family
 
         return kappa_family(args.dim, args.kappa, seed=args.model_seed), None
-    if args.model in ("logistic", "probit"):
-        if not args.data:
-            raise ValueError(f"--model {args.model} needs --data NAME (e.g. wdbc, german, sonar)")
-        from inertia.data import load_dataset
-        from inertia.targets import logistic_regression, probit_regression
+    if args.model in ("logistic", "probit") and not args.data:
+        raise ValueError(f"--model {args.model} needs --data NAME or PATH.csv (e.g. wdbc, german)")
+    from inertia.targets import make_target
 
-        ds = load_dataset(args.data, standardize=True)
-        if set(np.unique(ds.y).tolist()) - {0.0, 1.0, -1.0}:
-            raise ValueError(f"data set {args.data!r} is not a binary classification set")
-        build = logistic_regression if args.model == "logistic" else probit_regression
-        target = build(ds.X, ds.y, prior_scale=args.prior_scale, intercept=True,
-                       name=f"{args.model}-{args.data}")
-        names = ["intercept"] + [str(n) for n in ds.feature_names]
-        return target, (names if len(names) == target.dim else None)
-    raise ValueError(f"unknown model {args.model!r}; choose from {', '.join(MODELS)}")
+    target = make_target(args.model, data=args.data, prior_scale=args.prior_scale,
+                         response=args.response)
+    return target, None
 
 
 def _run(args) -> int:
@@ -134,12 +128,16 @@ def add_parser(subparsers):
     p = subparsers.add_parser(
         "sample", help="sample a model with HFHR, KLMC or ULA (tuned automatically, diagnosed)",
         description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", choices=MODELS, default="gaussian-kappa", help="model to sample")
+    p.add_argument("--model", default="gaussian-kappa", metavar="MODEL",
+                   help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, or a log "
+                        "density NAME(params, data) with NAME_init in the file)")
     p.add_argument("--dim", type=_positive_int, default=10, help="gaussian-kappa: dimension")
     p.add_argument("--kappa", type=float, default=100.0, help="gaussian-kappa: condition number")
     p.add_argument("--model-seed", type=int, default=0, help="gaussian-kappa: rotation seed")
     p.add_argument("--data", default=None,
-                   help="logistic/probit: data set name or CSV known to inertia.data (e.g. wdbc)")
+                   help="built-in data set name (e.g. wdbc) or a CSV path (GLM predictors, or the "
+                        "columns passed to a model file)")
+    p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
     p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
     p.add_argument("--method", choices=METHODS, default="hfhr", help="sampler")
     p.add_argument("--step-size", type=float, default=None,
