@@ -5,7 +5,8 @@ BlackJAX NUTS with `window_adaptation` (dense mass matrix, 1000 steps) and 1000 
 Four chains each from N(0, I) on the unconstrained space. Reported: gradient evaluations per chain
 (warm-up included), the worst standardised errors of the mean and sd against the Gym's ground truth
 (identity space), the least ArviZ bulk ESS, gradients per effective sample, inertia's verdict.
-Run: `nice -n 19 python benchmarks/mcmc_auto_check.py [--targets a,b] [--json PATH]`.
+Run: `nice -n 19 python benchmarks/mcmc_auto_check.py [--targets a,b] [--method M] [--json PATH]`;
+the numbers in docs/hfhr.md are in benchmarks/results/mcmc_auto_check.json.
 """
 from __future__ import annotations
 
