@@ -19,6 +19,7 @@ import numpy as np
 
 from .base import Target, TargetError, jitted
 
+DEGENERATE_RATIO = 1e2  # lambda_max(MAP) / lambda_max(start) above this: a spike, not a mode
 DENSE_MAX_DIM = 1024  # up to this d the Hessian is formed densely (d HVPs, one batched call)
 
 
@@ -101,6 +102,8 @@ def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
     if d <= dense_max_dim:
         H = np.asarray(_jitted_hessian(target)(x))
         H = 0.5 * (H + H.T)
+        if not np.all(np.isfinite(H)):
+            return math.nan, math.nan, None, d
         w = np.linalg.eigvalsh(H)
         return float(w[0]), float(w[-1]), H, d
     from scipy.sparse.linalg import LinearOperator, eigsh
@@ -146,11 +149,22 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
     mode, converged, grad_evals = find_mode(target, init)
     d = target.dim
     lmin0, lmax0, H0, hvps = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+    x_start = np.zeros(d) if init is None else np.asarray(init, dtype=float)
+    degenerate = not (converged and math.isfinite(lmax0) and math.isfinite(lmin0))
+    if not degenerate:  # a MAP at a spike (funnels: scale -> 0) says nothing about the posterior
+        lmin_s, lmax_s, H_s, n = hessian_extremes(target, x_start, dense_max_dim=dense_max_dim)
+        hvps += n
+        if math.isfinite(lmax_s) and lmax0 > DEGENERATE_RATIO * max(lmax_s, 1e-12):
+            degenerate = True
+    if degenerate:
+        mode = x_start
+        lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+        hvps += n
     if H0 is None and d <= 4096:
         H0 = np.asarray(_jitted_hessian(target)(jnp.asarray(mode)))
         H0 = 0.5 * (H0 + H0.T)
         hvps += d
-    if H0 is not None and lmin0 > 0:  # one Newton step polishes the L-BFGS mode
+    if H0 is not None and lmin0 > 0 and not degenerate:  # one Newton step polishes the mode
         g = np.asarray(target.grad(jnp.asarray(mode)))
         cand = mode - np.linalg.solve(H0, g)
         gc = np.asarray(target.grad(jnp.asarray(cand)))
@@ -161,15 +175,46 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         factor = _laplace_factor(H0, lmin0, lmax0, d)
     else:
         factor = np.eye(d) / math.sqrt(max(lmax0, 1e-12))
-    lmins, lmaxs, hsum = [lmin0], [lmax0], (H0.copy() if H0 is not None else None)
-    nsum = 1
+    extra = spectrum_under(target, mode, factor, num_points - 1, seed=seed,
+                           dense_max_dim=dense_max_dim, H_first=H0)
+    lmins, lmaxs = [lmin0] + extra["lambda_min"], [lmax0] + extra["lambda_max"]
+    mean_lmin = extra["mean_lambda_min"]
+    hvps += extra["hvp_evals"]
+    alpha_raw, beta_raw = _bounds_from(lmins, lmaxs, mean_lmin)
+    return CurvatureEstimate(
+        alpha=alpha_raw / margin, beta=beta_raw * margin, margin=margin, mode=mode, factor=factor,
+        lambda_min=lmins, lambda_max=lmaxs, mean_lambda_min=mean_lmin,
+        log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
+        hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
+        map_converged=converged and not degenerate,
+        method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
+
+
+def _bounds_from(lmins, lmaxs, mean_lmin):
+    """(alpha, beta) before the margin; indefinite points never set alpha."""
+    beta_raw = max(lmaxs)
+    if not (math.isfinite(beta_raw) and beta_raw > 0):
+        raise TargetError("could not estimate curvature: the Hessian has no positive eigenvalue "
+                          "at the MAP (is the potential bounded below?)")
+    alpha_raw = min([v for v in lmins if v > 0] + [mean_lmin]) if mean_lmin > 0 else mean_lmin
+    return max(alpha_raw, 1e-6 * beta_raw), beta_raw
+
+
+def spectrum_under(target: Target, mean, factor, num_points: int, *, seed: int = 0,
+                   dense_max_dim: int = DENSE_MAX_DIM, H_first=None) -> dict:
+    """Extreme Hessian eigenvalues at `num_points` draws of N(mean, factor factor^T), and the
+    smallest eigenvalue of the Hessian averaged over them (and `H_first`, when given)."""
+    d = target.dim
     rng = np.random.default_rng(seed)
-    potential = jitted(target, "value_and_grad")
-    pot_evals = 0
-    for _ in range(max(0, num_points - 1)):
-        x = mode + factor @ rng.standard_normal(d)
-        pot_evals += 1
-        if not np.isfinite(float(potential(jnp.asarray(x))[0])):
+    vg = jitted(target, "value_and_grad")
+    lmins, lmaxs, hvps, pot = [], [], 0, 0
+    hsum = None if H_first is None else np.array(H_first, dtype=float)
+    nsum = 0 if H_first is None else 1
+    dense = True
+    for _ in range(max(0, num_points)):
+        x = np.asarray(mean) + np.asarray(factor) @ rng.standard_normal(d)
+        pot += 1
+        if not np.isfinite(float(vg(jnp.asarray(x))[0])):
             continue
         lmin, lmax, H, n = hessian_extremes(target, x, dense_max_dim=dense_max_dim)
         hvps += n
@@ -177,26 +222,28 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
             continue
         lmins.append(lmin)
         lmaxs.append(lmax)
-        if hsum is not None and H is not None:
-            hsum += H
+        if H is None:
+            dense = False
+        elif dense:
+            hsum = H.copy() if hsum is None else hsum + H
             nsum += 1
-    if hsum is not None and nsum == len(lmins) and np.all(np.isfinite(hsum)):
+    pts = lmins if H_first is None else lmins + [float(np.linalg.eigvalsh(H_first)[0])]
+    if dense and hsum is not None and np.all(np.isfinite(hsum)):
         mean_lmin = float(np.linalg.eigvalsh(hsum / nsum)[0])
     else:
-        mean_lmin = float(np.mean(lmins))
-    beta_raw = max(lmaxs)
-    if not (math.isfinite(beta_raw) and beta_raw > 0):
-        raise TargetError("could not estimate curvature: the Hessian has no positive eigenvalue "
-                          "at the MAP (is the potential bounded below?)")
-    alpha_raw = min([v for v in lmins if v > 0] + [mean_lmin]) if mean_lmin > 0 else mean_lmin
-    floor = 1e-6 * beta_raw  # non-log-concave: keep kappa finite; restart handles the rest
-    alpha_raw = max(alpha_raw, floor)
-    return CurvatureEstimate(
-        alpha=alpha_raw / margin, beta=beta_raw * margin, margin=margin, mode=mode, factor=factor,
-        lambda_min=lmins, lambda_max=lmaxs, mean_lambda_min=mean_lmin,
-        log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
-        hvp_evals=int(hvps), potential_evals=int(pot_evals), map_converged=converged,
-        method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
+        mean_lmin = float(np.mean(pts)) if pts else float("nan")
+    return {"lambda_min": lmins, "lambda_max": lmaxs, "mean_lambda_min": mean_lmin,
+            "hvp_evals": hvps, "potential_evals": pot}
+
+
+def bounds_under(target: Target, mean, factor, *, num_points: int = 4, margin: float = 2.0,
+                 seed: int = 0):
+    """(alpha_hat, beta_hat, hvps) from the Hessian at draws of the current Gaussian N(mean, FF^T)."""
+    sp = spectrum_under(target, mean, factor, num_points, seed=seed)
+    if not sp["lambda_max"]:
+        return None
+    a, b = _bounds_from(sp["lambda_min"], sp["lambda_max"], sp["mean_lambda_min"])
+    return a / margin, b * margin, sp["hvp_evals"]
 
 
 def with_estimated_bounds(target: Target, **kwargs):

@@ -52,8 +52,20 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
 
         print(f"inertia: {est.describe()}", file=sys.stderr, flush=True)
     if init is None:
-        init = (np.asarray(est.mode), np.asarray(est.factor))
+        init = (np.asarray(est.mode), best_scale(tgt, est.mode, est.factor, seed))
     return Prepared(tgt, est, init)
+
+
+def best_scale(target, mode, factor, seed=0, scales=tuple(2.0 ** -k for k in range(7))):
+    """The Laplace factor scaled by the s in `scales` with the lowest objective estimate (common
+    random numbers): on non-Gaussian targets N(MAP, H^-1) can be far too wide (heavy tails of V)."""
+    from .monitor import ObjectiveMonitor
+
+    mon = ObjectiveMonitor(target, "chol", num_draws=128, seed=seed)
+    A = np.stack([sc * np.asarray(factor) for sc in scales])
+    est = mon(np.repeat(np.asarray(mode)[None], len(scales), 0), A)
+    f = np.where(np.isfinite(est.value), est.value, np.inf)
+    return A[int(np.argmin(f))] if np.isfinite(f).any() else A[-1]
 
 
 def boundary(feasible: Optional[str], A: np.ndarray, alpha: float, beta: float,

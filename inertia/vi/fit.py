@@ -219,6 +219,7 @@ def to_coords(F, coords):
     return F
 
 
+REESTIMATE_EVERY = 25  # checkpoints between curvature re-estimates at draws of q (auto mode)
 AVERAGING_FACTOR = 4  # averaging runs 4x as many updates as it took to reach the plateau
 AVERAGING_STEP_DECAY = 4.0  # the averaging phase runs at a quarter of the step: a smaller bias
 MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
@@ -326,8 +327,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
                      len(seeds))
-    every = int(checkpoint_every or (runner.auto_every(opts.window) if opts.tol is not None
-                                     else max(1, num_steps // 100 or 1)))
+    every = int(checkpoint_every or (min(runner.auto_every(opts.window), max(1, num_steps // 100))
+                                     if opts.tol is not None else max(1, num_steps // 100 or 1)))
     m0, A0 = _initial(target, init, runner.kernel.coords)
     return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
                       max_recoveries, prep.curvature, keep_iterates)
@@ -371,6 +372,33 @@ class _Runner:
         self.kernel = kernel
         self.run_block = _block_fn(kernel)
         self.compiled = {}
+
+    def _reestimate(self, rec) -> bool:
+        """Estimated bounds, re-measured at draws of the current q: a MAP's curvature can be far
+        from the typical set's (funnels). Rebuild with the new step when beta moved > 3x."""
+        from ..targets.curvature import bounds_under
+
+        m, A = rec.final[0][0], rec.final[1][0]
+        cov = np.asarray(rec.to_cov(jnp.asarray(m)[None, None], jnp.asarray(A)[None, None]))[0, 0]
+        try:
+            L = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            return False
+        new = bounds_under(self.target, m, L, seed=len(rec.steps))
+        if new is None:
+            return False
+        a, b, hvps = new
+        rec.hvp_offset += hvps
+        if 1.0 / 3.0 < b / self.target.beta < 3.0:
+            return False
+        a = min(a, b)
+        self.events.append({"event": "bounds re-estimated", "step": rec.steps[-1],
+                            "alpha": a, "beta": b, "previous": [self.target.alpha,
+                                                                 self.target.beta]})
+        self.target = self.target.replace(alpha=float(a), beta=float(b))
+        self.set_bounds = (min(self.set_bounds[0], a), max(self.set_bounds[1], b))
+        self._build()
+        return True
 
     def auto_every(self, window):
         """Checkpoint spacing for the stopping rule: a window spans ~4 s updates (s: the
@@ -473,6 +501,10 @@ class _Runner:
                     self._build()
                     kernel = self.kernel
                     state = rec.restart_state(kernel)
+            if (curvature is not None and rec.avg_start is None and len(rec.steps) >= 20
+                    and len(rec.steps) % REESTIMATE_EVERY == 0 and self._reestimate(rec)):
+                kernel = self.kernel
+                state = rec.restart_state(kernel)
             if progress and time.perf_counter() - last_print > 2.0:
                 _progress(rec, num_steps, elapsed)
                 last_print = time.perf_counter()
@@ -492,6 +524,10 @@ class _Runner:
                     continue
                 stopped = {"reason": "objective converged", **verdict}
                 break
+        if rec.avg_start is not None:
+            kept = rec.keep_best()
+            if kept:
+                self.events.append(kept)
         if stopped is None and diverged is None and rec.avg_start is not None:
             stopped = {"reason": "averaging finished", "step": rec.steps[-1],
                        "averaging_from": rec.avg_start}

@@ -32,8 +32,10 @@ class _Recorder:
         self.last_A = None
         self.final = None  # the (m, A) the last history row describes
         self.avg_sum, self.avg_count, self.avg_start = None, 0, None
+        self.hvp_offset, self.offsets = 0, []  # queries spent outside the updates (re-estimates)
         self.keep_iterates, self.kept = False, []  # (m, Cholesky factor) per checkpoint
         self.phase = []  # per checkpoint: 0 = iterate, 1 = running average of iterates
+        self.best = None  # (F_hat, m, A) of the best phase-1 checkpoint (seed mean)
 
     def start_averaging(self):
         """From now on each checkpoint reports the running average of the iterates since here
@@ -94,12 +96,17 @@ class _Recorder:
             self.snap_m.append(ms[i])
             self.tail.append((raw_ms[i], raw_As[i]))
             self.final = (ms[i], As[i])
+            self.offsets.append(self.hvp_offset)
             if self.keep_iterates:
                 self.kept.append((ms[i], As[i]))
             self.phase.append(int(self.avg_start is not None))
             if gaps is not None:
                 self.gap_rows.append(gaps[i])
                 self.obj_rows.append(objs[i])
+            if est is not None and self.avg_start is None and np.all(np.isfinite(est[0][i])):
+                f = float(np.mean(est[0][i]))
+                if self.best is None or f < self.best[0]:
+                    self.best = (f, ms[i], As[i])
             if est is not None:
                 self.est_value.append(est[0][i])
                 self.est_se.append(est[1][i])
@@ -108,6 +115,26 @@ class _Recorder:
         if keep:
             self.last_A = raw_As[keep - 1]
         return bad
+
+    def keep_best(self):
+        """After averaging: if the best phase-1 iterate beats the final answer by more than two
+        paired standard errors (same draws), report it instead (non-convex targets)."""
+        if self.best is None or self.avg_start is None or not self.est_draws:
+            return None
+        _, _, est = self._evaluate(self.best[1][None], self.best[2][None])
+        new, old = np.mean(est[3][0], axis=0), np.mean(self.est_draws[-1], axis=0)
+        if not np.all(np.isfinite(new)):
+            return None
+        from .monitor import paired_difference
+
+        diff, se = paired_difference(old, new)
+        if diff > 2 * se:
+            start, self.avg_start = self.avg_start, None  # a plain row, not into the average
+            self.add_block([self.steps[-1]], [self.seconds[-1]], self.best[1][None],
+                           self.best[2][None])
+            self.avg_start = start
+            return {"event": "best iterate kept", "step": self.steps[-1], "improvement": diff}
+        return None
 
     def seed_mean_draws(self, i):
         return np.mean(self.est_draws[i], axis=0)
@@ -125,7 +152,7 @@ class _Recorder:
         steps = np.asarray(self.steps)
         h = {"step": steps, "gap": np.asarray(self.gap_rows) if self.do_eval else None,
              "objective": np.asarray(self.obj_rows) if self.do_eval else None,
-             "grad_evals": steps * g_per, "hvp_evals": steps * h_per,
+             "grad_evals": steps * g_per, "hvp_evals": steps * h_per + np.asarray(self.offsets),
              "seconds": np.asarray(self.seconds), "averaged": np.asarray(self.phase, dtype=bool)}
         if self.keep_iterates and self.kept:
             ms = np.stack([k[0] for k in self.kept])
@@ -166,7 +193,7 @@ class _Recorder:
             compile_seconds=runner.compile_seconds, diverged=diverged,
             target_name=self.target.name,
             curvature=curvature.to_dict() if curvature is not None else None,
-            bounds={"alpha": self.target.alpha, "beta": self.target.beta,
+            bounds={"alpha": runner.target.alpha, "beta": runner.target.beta,
                     "estimated": curvature is not None,
                     "feasible_set": list(runner.set_bounds)},
             events=list(runner.events), stopped=stopped,
