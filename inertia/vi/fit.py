@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..parallel import shard_leading
+from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
 from .registry import Method, StepRule, get_estimator, get_method, momentum
@@ -175,6 +176,7 @@ def _schedule(num_steps, every):
     return out
 
 
+@blas_limited
 def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batch_size: int = 1,
         num_steps: int = 1000, seed: int | Sequence[int] = 0, checkpoint_every: Optional[int] = None,
         step_size: Optional[float] = None, s: Optional[float] = None, init=None,
