@@ -1,7 +1,8 @@
 """Time per update and compiled peak memory against d, per method family, beside NumPyro and BlackJAX.
 
 Target: the Gaussian kappa family (kappa = 100), batch b = 8, float64, one BLAS thread, started at
-N(0, I). Families: Cholesky prox (fd-prox) and projected (fd-proj), symmetric-root projected
+N(0, I). Families: Cholesky prox (fd-prox; dgg-prox, the b-gradient baseline) and projected (fd-proj),
+symmetric-root projected
 (stl-proj, Algorithm 3), Bures (fb-gvi); peers: one NumPyro SVI update (AutoMultivariateNormal,
 Trace_ELBO(num_particles=b), optax Adam) and one BlackJAX fullrank_vi step (num_samples=b, Adam).
 Each is a jitted lax.scan of a few updates; the time is the best of `--repeats` calls after
@@ -27,6 +28,7 @@ from inertia.targets import kappa_family
 from inertia.vi import make_kernel
 
 METHODS = {"fd-prox": "Cholesky prox", "fd-proj": "Cholesky projected",
+           "dgg-prox": "Cholesky prox (b-gradient baseline)",
            "stl-proj": "sym-root projected", "fb-gvi": "Bures"}
 PEERS = ("numpyro AutoMVN+Adam", "blackjax fullrank_vi+Adam")
 
@@ -105,6 +107,8 @@ def main(argv=None):
     ap.add_argument("--dims", type=int, nargs="+", default=[30, 100, 300, 1000])
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS) + list(PEERS),
+                    help="subset of the inertia methods and peers to run")
     ap.add_argument("--json", default=None)
     ap.add_argument("--plot", default=None)
     args = ap.parse_args(argv)
@@ -114,16 +118,18 @@ def main(argv=None):
         for d in args.dims:
             target = kappa_family(d, 100.0)
             n = _steps(d)
-            runs = {m: inertia_run(target, m, b, n) for m in METHODS}
-            runs[PEERS[0]] = numpyro_run(target, b, n)
-            runs[PEERS[1]] = blackjax_run(target, b, n)
+            runs = {m: inertia_run(target, m, b, n) for m in METHODS if m in args.methods}
+            if PEERS[0] in args.methods:
+                runs[PEERS[0]] = numpyro_run(target, b, n)
+            if PEERS[1] in args.methods:
+                runs[PEERS[1]] = blackjax_run(target, b, n)
             for name, (fn, fargs) in runs.items():
                 t, peak = measure(fn, fargs, n, args.repeats)
                 rows.append({"d": d, "method": name, "family": METHODS.get(name, "peer"),
                              "steps": n, "s_per_update": t, "peak_bytes": peak})
                 print(f"d={d:5d} {name:28s} {1e3 * t:10.3f} ms/update  "
                       f"{(peak or 0) / 2**20:9.1f} MiB", flush=True)
-    names = list(METHODS) + list(PEERS)
+    names = [m for m in list(METHODS) + list(PEERS) if m in args.methods]
     print("\n| method | family | " + " | ".join(f"d={d} ms" for d in args.dims)
           + " | exponent (d>=100) | peak MiB at d=" + str(args.dims[-1]) + " |")
     print("|---|---|" + "---|" * (len(args.dims) + 2))
