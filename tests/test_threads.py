@@ -3,6 +3,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.linalg.cython_lapack  # noqa: F401  (loads the OpenBLAS XLA's CPU LAPACK calls)
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import inertia  # noqa: F401
@@ -11,8 +12,6 @@ from inertia.mcmc import sample
 from inertia.sgmcmc import calibrate
 from inertia.targets import from_logdensity
 from inertia.vi import fit
-
-import scipy.linalg.cython_lapack  # noqa: F401,I001  (XLA CPU LAPACK's OpenBLAS, loaded now)
 
 
 def _blas_threads():

@@ -176,7 +176,6 @@ def _schedule(num_steps, every):
     return out
 
 
-@blas_limited
 def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batch_size: int = 1,
         num_steps: int = 1000, seed: int | Sequence[int] = 0, checkpoint_every: Optional[int] = None,
         step_size: Optional[float] = None, s: Optional[float] = None, init=None,
@@ -315,3 +314,6 @@ def hitting_step(result: FitResult, threshold: float, *, relative: bool = False)
     level = threshold * mean[0] if relative else threshold
     hit = np.nonzero(mean <= level)[0]
     return int(result.history["step"][hit[0]]) if hit.size else None
+
+
+fit = blas_limited(fit)  # one BLAS thread around the compiled work (inertia._threads)
