@@ -13,7 +13,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .kernels import Method, Params, get_method
-from .._threads import blas_limited
 
 
 @dataclasses.dataclass
@@ -160,7 +159,6 @@ def _initial_positions(target, init, keys):
     raise ValueError(f"init must have shape ({d},) or (num_chains, {d}) = ({n}, {d}); got {x.shape}")
 
 
-@blas_limited
 def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=None,
            num_chains: int = 4, num_steps: int = 1000, seed: int = 0, thinning: int = 1,
            init=None, on_divergence: str = "raise", progress: bool = False) -> SampleResult:

@@ -26,7 +26,10 @@ from .base import Kernel, VIInfo, VIState, finite
 
 def spectrum_projection(lower, upper):
     """P_K(C) for K = {spec(C) in [lower, upper]}, decomposing only when sym(C) is outside K."""
-    bounded_above = upper is not None and not (np.ndim(upper) == 0 and np.isinf(upper))
+    try:
+        bounded_above = upper is not None and not np.isinf(float(upper))
+    except TypeError:  # traced bound: test it
+        bounded_above = True
 
     def inside(S):
         eye = jnp.eye(S.shape[-1], dtype=S.dtype)
