@@ -77,8 +77,11 @@ def _enable_compilation_cache():
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     _enable_compilation_cache()
+    from ._threads import single_blas_thread
+
     try:
-        return int(args.func(args) or 0)
+        with single_blas_thread():
+            return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError, KeyError, FloatingPointError) as err:
         print(f"inertia {args.command}: error: {err}", file=sys.stderr)
         return 2

@@ -1,4 +1,8 @@
 """inertia.mcmc: HFHR beside KLMC and ULA, with exact Gaussian diagnostics (spec HFHR.md)."""
+from .._threads import blas_limited as _blas_limited
+from . import sample as _sample_module
+
+_sample_module.sample = _blas_limited(_sample_module.sample)  # one BLAS thread (inertia._threads)
 from .gaussian import GaussianDiagnostics, StationaryLaw, affine_map, propagate, stationary_affine, w2_gaussian
 from .kernels import (REGISTRY, Info, KineticState, LangevinState, Method, Params, get_method, hfhr,
                       hfhr_rm, klmc, ula, uld_rm)

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.stats
 
 from . import kernels
+from .._threads import blas_limited
 from .models import Model, from_loss, make_model
 from .offline import Curvature, offline
 from .predict import IAT, covariance_standard_errors, iat, stationary
@@ -104,6 +105,7 @@ def _resolve_model(model, data, loss_kw) -> Model:
     raise ValueError("model must be a Model, a name ('linear', 'poisson', 'logistic') or a loss")
 
 
+@blas_limited
 def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", num_steps: int,
               seed: int = 0, temperature=math.inf, momentum: float = 0.0,
               subsample: Optional[int] = None, replacement: bool = True, num_chains: int = 4,

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..parallel import shard_leading
+from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
 from .auto import DEFAULT_METHOD, boundary, default_batch, prepare, warn_small_batch
@@ -561,3 +562,6 @@ def hitting_step(result: FitResult, threshold: float, *, relative: bool = False)
     level = threshold * mean[0] if relative else threshold
     hit = np.nonzero(mean <= level)[0]
     return int(result.history["step"][hit[0]]) if hit.size else None
+
+
+fit = blas_limited(fit)  # one BLAS thread around the compiled work (inertia._threads)

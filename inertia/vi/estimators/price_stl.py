@@ -12,7 +12,7 @@ def estimate(target, key, m, C, batch_size):
     xi = jax.random.normal(key, (batch_size, d), dtype=m.dtype)
     X = m + xi @ C.T
     gx = jax.vmap(target.grad)(X)
-    Cinv = jnp.linalg.inv(C)
+    Cinv = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(C), True), jnp.eye(d, dtype=C.dtype))
     g_m = (gx - xi @ Cinv.T).mean(0)
     return g_m, sym(target.mean_hess_matmul(X, C)) - sym(Cinv)
 

@@ -1,0 +1,170 @@
+"""Time per update and compiled peak memory against d, per method family, beside NumPyro and BlackJAX.
+
+Target: the Gaussian kappa family (kappa = 100), batch b = 8, float64, one BLAS thread, started at
+N(0, I). Families: Cholesky prox (fd-prox; dgg-prox, the b-gradient baseline) and projected (fd-proj),
+symmetric-root projected
+(stl-proj, Algorithm 3), Bures (fb-gvi); peers: one NumPyro SVI update (AutoMultivariateNormal,
+Trace_ELBO(num_particles=b), optax Adam) and one BlackJAX fullrank_vi step (num_samples=b, Adam).
+Each is a jitted lax.scan of a few updates; the time is the best of `--repeats` calls after
+compilation, divided by the updates; memory is XLA's compiled estimate (arguments + outputs +
+temporaries, `memory_analysis()`), which is what the run allocates on CPU. The fitted exponent is
+the least-squares slope of log time on log d over d >= 100 (below that, fixed per-call overhead
+dominates). Run: python benchmarks/scaling.py [--dims 30 100 300 1000] [--json out.json]
+[--plot docs/benchmarks_scaling.png]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import inertia  # noqa: F401  (float64)
+from inertia._threads import single_blas_thread
+from inertia.targets import kappa_family
+from inertia.vi import make_kernel
+
+METHODS = {"fd-prox": "Cholesky prox", "fd-proj": "Cholesky projected",
+           "dgg-prox": "Cholesky prox (b-gradient baseline)",
+           "stl-proj": "sym-root projected", "fb-gvi": "Bures"}
+PEERS = ("numpyro AutoMVN+Adam", "blackjax fullrank_vi+Adam")
+
+
+def _steps(d):
+    return max(2, min(40, int(3e8 / d**3)))
+
+
+def inertia_run(target, method, b, n):
+    kernel, *_ = make_kernel(target, method, batch_size=b)
+    d = target.dim
+    keys = jax.random.split(jax.random.PRNGKey(0), n)
+    state = kernel.init(jnp.zeros(d), jnp.eye(d))
+    return jax.jit(lambda st, ks: jax.lax.scan(kernel.step, st, ks)[0]), (state, keys)
+
+
+def numpyro_run(target, b, n):
+    import numpyro
+    import numpyro.distributions as dist
+    import optax
+    from numpyro.infer import SVI, Trace_ELBO
+    from numpyro.infer.autoguide import AutoMultivariateNormal
+    from numpyro.infer.initialization import init_to_value
+
+    d = target.dim
+
+    def model():
+        theta = numpyro.sample("theta", dist.ImproperUniform(dist.constraints.real_vector, (),
+                                                             (d,)))
+        numpyro.factor("log_density", -target.potential(theta))
+
+    guide = AutoMultivariateNormal(model, init_loc_fn=init_to_value(values={"theta": jnp.zeros(d)}),
+                                   init_scale=1.0)
+    svi = SVI(model, guide, optax.adam(1e-2), Trace_ELBO(num_particles=b))
+    state = svi.init(jax.random.PRNGKey(0))
+    return jax.jit(lambda st: jax.lax.scan(lambda s, _: svi.update(s), st, None, length=n)[0]), \
+        (state,)
+
+
+def blackjax_run(target, b, n):
+    import blackjax
+    import optax
+
+    d = target.dim
+    frvi = blackjax.fullrank_vi(lambda x: -target.potential(x), optax.adam(1e-2), num_samples=b)
+    state = frvi.init(jnp.zeros(d))
+    keys = jax.random.split(jax.random.PRNGKey(0), n)
+    return jax.jit(lambda st, ks: jax.lax.scan(lambda s, k: (frvi.step(k, s)[0], None), st, ks)[0]), \
+        (state, keys)
+
+
+def measure(fn, args, n, repeats):
+    compiled = fn.lower(*args).compile()
+    mem = compiled.memory_analysis()
+    peak = None if mem is None else int(mem.argument_size_in_bytes + mem.output_size_in_bytes
+                                        + mem.temp_size_in_bytes)
+    jax.block_until_ready(compiled(*args))
+    best = np.inf
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(compiled(*args))
+        best = min(best, time.perf_counter() - t)
+    return best / n, peak
+
+
+def exponent(ds, ts, dmin=100):
+    ds, ts = np.asarray(ds, float), np.asarray(ts, float)
+    keep = ds >= dmin
+    if keep.sum() < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(ds[keep]), np.log(ts[keep]), 1)[0])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dims", type=int, nargs="+", default=[30, 100, 300, 1000])
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS) + list(PEERS),
+                    help="subset of the inertia methods and peers to run")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--plot", default=None)
+    args = ap.parse_args(argv)
+    b = args.batch_size
+    rows = []
+    with single_blas_thread():
+        for d in args.dims:
+            target = kappa_family(d, 100.0)
+            n = _steps(d)
+            runs = {m: inertia_run(target, m, b, n) for m in METHODS if m in args.methods}
+            if PEERS[0] in args.methods:
+                runs[PEERS[0]] = numpyro_run(target, b, n)
+            if PEERS[1] in args.methods:
+                runs[PEERS[1]] = blackjax_run(target, b, n)
+            for name, (fn, fargs) in runs.items():
+                t, peak = measure(fn, fargs, n, args.repeats)
+                rows.append({"d": d, "method": name, "family": METHODS.get(name, "peer"),
+                             "steps": n, "s_per_update": t, "peak_bytes": peak})
+                print(f"d={d:5d} {name:28s} {1e3 * t:10.3f} ms/update  "
+                      f"{(peak or 0) / 2**20:9.1f} MiB", flush=True)
+    names = [m for m in list(METHODS) + list(PEERS) if m in args.methods]
+    print("\n| method | family | " + " | ".join(f"d={d} ms" for d in args.dims)
+          + " | exponent (d>=100) | peak MiB at d=" + str(args.dims[-1]) + " |")
+    print("|---|---|" + "---|" * (len(args.dims) + 2))
+    fits = {}
+    for name in names:
+        rs = [r for r in rows if r["method"] == name]
+        fits[name] = exponent([r["d"] for r in rs], [r["s_per_update"] for r in rs])
+        print(f"| {name} | {METHODS.get(name, 'peer')} | "
+              + " | ".join(f"{1e3 * r['s_per_update']:.3g}" for r in rs)
+              + f" | {fits[name]:.2f} | {(rs[-1]['peak_bytes'] or 0) / 2**20:.1f} |")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": rows, "exponents": fits, "batch_size": b}, fh, indent=1)
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+        for name in names:
+            rs = [r for r in rows if r["method"] == name]
+            ds = [r["d"] for r in rs]
+            style = "--" if name in PEERS else "-"
+            axes[0].loglog(ds, [r["s_per_update"] for r in rs], style, marker="o",
+                           label=f"{name} (slope {fits[name]:.2f})")
+            axes[1].loglog(ds, [(r["peak_bytes"] or np.nan) / 2**20 for r in rs], style,
+                           marker="o", label=name)
+        axes[0].set(xlabel="d", ylabel="seconds per update", title=f"time per update (b = {b})")
+        axes[1].set(xlabel="d", ylabel="MiB", title="compiled peak memory")
+        axes[0].legend(fontsize=7)
+        axes[1].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
