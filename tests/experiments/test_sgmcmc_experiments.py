@@ -8,7 +8,8 @@ import pytest
 import inertia  # noqa: F401
 from inertia.experiments import registry
 
-NAMES = ["sgmcmc-linear", "sgmcmc-linear-code", "sgmcmc-poisson-code", "sgmcmc-boston", "sgmcmc-poisson", "sgmcmc-predict", "sgmcmc-nn",
+NAMES = ["sgmcmc-linear", "sgmcmc-linear-code", "sgmcmc-poisson-code", "sgmcmc-boston",
+         "sgmcmc-boston-code", "sgmcmc-poisson", "sgmcmc-predict", "sgmcmc-nn",
          "sgmcmc-cost"]
 
 
@@ -28,7 +29,7 @@ def test_quick_run_and_resume(name, tmp_path):
     assert again["cells_computed"] == 0 and again["cells_reused"] == first["cells_computed"]
     js = json.loads((tmp_path / "results.json").read_text())
     assert js["experiment"] == name
-    if name in ("sgmcmc-linear", "sgmcmc-linear-code", "sgmcmc-boston"):
+    if name in ("sgmcmc-linear", "sgmcmc-linear-code", "sgmcmc-boston", "sgmcmc-boston-code"):
         s = js["summary"]
         for label, group in s.items():
             assert group["sandwich"]["cov_err"]["mean"] == 0.0  # the target itself
@@ -36,11 +37,11 @@ def test_quick_run_and_resume(name, tmp_path):
             if label.startswith("log"):  # (the beta-loss proxy is poor on Boston, see docs)
                 assert 0 < group["dq-exact"]["cov_err"]["mean"] < 2
         assert list(tmp_path.glob("*.png"))
-    if name.endswith("-code"):
+    if name in ("sgmcmc-linear-code", "sgmcmc-poisson-code"):
         for group in js["summary"].values():
-            # the code's rules solve eq. 15 only under commutation: not exact, but finite
-            assert group["dq-exact-code"]["predicted_cov_err"]["mean"] > 1e-6
-            assert math.isfinite(group["ct-code"]["predicted_cov_err"]["mean"])
+            # the code's rules solve eq. 15 only under commutation: not exact, but finite here
+            assert 1e-6 < float(group["dq-exact-code"]["predicted_cov_err"]["mean"]) < 1
+            assert math.isfinite(float(group["ct-code"]["predicted_cov_err"]["mean"]))
     if name == "sgmcmc-predict":
         for r in js["fig1"].values():  # the exact Lyapunov rule hits the target by construction
             assert r["dq-exact"]["predicted_cov_err"] < 1e-9
