@@ -1,7 +1,9 @@
 """Experiments of the calibrated SG(L)D paper (spec SGMCMC.md section 6):
 `inertia reproduce sgmcmc-linear | sgmcmc-boston | sgmcmc-poisson | sgmcmc-predict | sgmcmc-nn |
-sgmcmc-cost [--quick]`. Every cell is saved as JSON; a rerun resumes. We use SGD (beta = inf) as
-the paper does; runs start at theta_hat and drop the first 10 % of iterations.
+sgmcmc-cost [--quick] [--reps N]`, and the authors' code designs `sgmcmc-linear-code |
+sgmcmc-boston-code | sgmcmc-poisson-code` (printed and code tuning rules side by side). Every cell
+is saved as JSON; a rerun resumes. We use SGD (beta = inf) as the paper does; the printed designs
+start at theta_hat and drop the first 10 % of iterations.
 """
 from __future__ import annotations
 
@@ -96,7 +98,7 @@ def _tuned_runs(model, curv, methods, B, epochs, seed, theta_star=None, max_draw
 
     N = model.num_obs
     steps = int(math.ceil(epochs * N / B))
-    burn = int(burn_frac * steps)
+    burn = steps * round(1000 * burn_frac) // 1000  # exact integer division (0.1 -> steps // 10)
     x0 = curv.theta_hat if start is None else np.asarray(start, float)
     thin = max(1, (steps - burn) // max_draws)
     sampler = kernels.make_sampler(model, batch_size=B,
