@@ -22,6 +22,9 @@ def _add_reproduce(sub):
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="where grid cells run (ray needs the optional ray extra)")
     p.add_argument("--address", default=None, help="Ray cluster address (with --backend ray)")
+    p.add_argument("--reps", type=int, default=None,
+                   help="repetitions per cell group, where the experiment has them (default: "
+                        "the paper's)")
 
     def run(args):
         from inertia import experiments
@@ -39,7 +42,8 @@ def _add_reproduce(sub):
 
         out = args.out or Path("runs") / (args.name + ("-quick" if args.quick else ""))
         _runner.configure(args.backend, args.address)
-        reg[args.name](Path(out), args.quick)
+        reg[args.name](Path(out), args.quick,
+                       **({"reps": args.reps} if args.reps is not None else {}))
         print(f"results in {out}")
         return 0
 

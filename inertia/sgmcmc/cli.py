@@ -111,7 +111,9 @@ def add_parser(subparsers):
                    help="linear model loss: Gaussian log loss or beta-divergence")
     p.add_argument("--beta-div", type=float, default=1.5, help="beta-divergence power (> 1)")
     p.add_argument("--batch-size", required=True, type=int)
-    p.add_argument("--tuning", choices=["dq-exact", "ct", "dq-const", "lr-ws"], default="dq-exact")
+    from .tuning import METHODS
+
+    p.add_argument("--tuning", choices=list(METHODS), default="dq-exact")
     p.add_argument("--steps", required=True, type=int, help="SG(L)D steps per chain")
     p.add_argument("--seed", required=True, type=int)
     p.add_argument("--temperature", type=_inv_temp, default=math.inf, metavar="INV_TEMP",

@@ -6,6 +6,13 @@ gives a symmetric P, hence a symmetric Lambda (spec section 2). The baselines: c
 dq-const (eq. 9 with C = J/B) and lr-ws (eq. 9-10). With momentum there is no closed form: a
 root solve over the D(D+1)/2 entries of a symmetric Lambda, started from (1 - kappa) x the
 kappa = 0 solution.
+
+The `-code` variants are the rules of the authors' public code (repository
+wangyu1369/large-sample-sgmcmc-uq), which differ from the printed text: ct-code is
+Lambda = (2B/N) J^-1 (eq. 7 when S, H and C commute); dq-const-code, lr-ws-code and dq-exact-code
+solve eq. 15 under the same commutation, Lambda = (S H + H S)(C + H S H)^-1, with C = J (no 1/B),
+the LR+WS noise of eq. 10 and the exact C(S) respectively. SGD only (beta = inf); not symmetric
+in general.
 """
 from __future__ import annotations
 
@@ -21,7 +28,9 @@ from ._linalg import unvech, vech
 from .offline import Curvature
 from .predict import _inv_temperature, _lrws_parts, check_stability, stationary
 
-METHODS = ("dq-exact", "ct", "dq-const", "lr-ws")
+PRINTED = ("dq-exact", "ct", "dq-const", "lr-ws")
+CODE = ("ct-code", "dq-const-code", "lr-ws-code", "dq-exact-code")
+METHODS = PRINTED + CODE
 
 
 class Tuning(NamedTuple):
@@ -106,8 +115,57 @@ def lambda_lr_ws(curv: Curvature, target: np.ndarray, *, batch_size: int, temper
     return _lyapunov_inverse(A, 0.5 * (M + M.T), beta, "lr-ws")
 
 
+def _sgd_only(temperature, rule):
+    if math.isfinite(_inv_temperature(temperature)):
+        raise ValueError(f"the {rule} rule (authors' code) is defined for SGD (beta = inf); use "
+                         "dq-exact for SGLD at finite temperature")
+
+
+def _commuting_form(curv: Curvature, target: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Lambda = (S H + H S)(C + H S H)^-1: eq. 15 solved as if S, H, C commuted (authors' code)."""
+    H, S = curv.H, target
+    return np.linalg.solve((C + H @ S @ H).T, (S @ H + H @ S).T).T
+
+
+def lambda_ct_code(curv: Curvature, target: np.ndarray, *, batch_size: int,
+                   temperature=math.inf, replacement: bool = True) -> np.ndarray:
+    """Authors' code CT rule: Lambda = (2B/N) J^-1 (eq. 7 with S = J^-1 I J^-1 / N, commuting).
+
+    The target is implicit (the sandwich); `replacement` is ignored as in the code.
+    """
+    _sgd_only(temperature, "ct-code")
+    L = (2.0 * batch_size / curv.num_obs) * curv.J_inv
+    return 0.5 * (L + L.T)
+
+
+def lambda_dq_const_code(curv: Curvature, target: np.ndarray, *, batch_size: int,
+                         temperature=math.inf, replacement: bool = True) -> np.ndarray:
+    """Authors' code DQ+const: Lambda = (S H + H S)(J + H S H)^-1, C = J without 1/B."""
+    _sgd_only(temperature, "dq-const-code")
+    return _commuting_form(curv, target, curv.J)
+
+
+def lambda_lr_ws_code(curv: Curvature, target: np.ndarray, *, batch_size: int,
+                      temperature=math.inf, replacement: bool = True) -> np.ndarray:
+    """Authors' code LR+WS: commuting form with C = B^-1 s^-4 (A S A + tr(A S) A + s2 A), eq. 10."""
+    _sgd_only(temperature, "lr-ws-code")
+    Agram, s2, sig = _lrws_parts(curv)
+    S = target
+    c = curv.fpc(batch_size, replacement) / batch_size
+    C = (c / sig ** 4) * (Agram @ S @ Agram + np.trace(Agram @ S) * Agram + s2 * Agram)
+    return _commuting_form(curv, S, C)
+
+
+def lambda_dq_exact_code(curv: Curvature, target: np.ndarray, *, batch_size: int,
+                         temperature=math.inf, replacement: bool = True) -> np.ndarray:
+    """Authors' code DQ+exact: commuting form with the exact noise C(S) of eq. 16."""
+    _sgd_only(temperature, "dq-exact-code")
+    return _commuting_form(curv, target, curv.noise_cov(target, batch_size, replacement))
+
+
 _RULES = {"dq-exact": lambda_dq_exact, "ct": lambda_ct, "dq-const": lambda_dq_const,
-          "lr-ws": lambda_lr_ws}
+          "lr-ws": lambda_lr_ws, "ct-code": lambda_ct_code, "dq-const-code": lambda_dq_const_code,
+          "lr-ws-code": lambda_lr_ws_code, "dq-exact-code": lambda_dq_exact_code}
 
 
 def momentum_residual(curv: Curvature, Lambda: np.ndarray, S: np.ndarray, *, batch_size: int,
@@ -192,5 +250,6 @@ def tune(curv: Curvature, *, method: str = "dq-exact", batch_size: int, temperat
     return Tuning(Lam, method, target, fwd, err, seconds)
 
 
-__all__ = ["METHODS", "Tuning", "tune", "lambda_dq_exact", "lambda_ct", "lambda_dq_const",
-           "lambda_lr_ws", "lambda_momentum", "momentum_residual"]
+__all__ = ["METHODS", "PRINTED", "CODE", "Tuning", "tune", "lambda_dq_exact", "lambda_ct",
+           "lambda_dq_const", "lambda_lr_ws", "lambda_ct_code", "lambda_dq_const_code",
+           "lambda_lr_ws_code", "lambda_dq_exact_code", "lambda_momentum", "momentum_residual"]
