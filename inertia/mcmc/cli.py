@@ -6,8 +6,6 @@ import sys
 
 import numpy as np
 
-from .kernels import REGISTRY
-
 MODELS = ("gaussian-kappa", "logistic")
 
 
@@ -33,8 +31,15 @@ def build_model(args):
 
 def _run(args) -> int:
     from .gaussian import GaussianDiagnostics
+    from .kernels import REGISTRY
     from .sample import sample
 
+    if args.json not in (None, "-"):
+        from inertia.cli import check_output_file
+
+        check_output_file(args.json, "--json")
+    if not 0 <= args.burn_in < 1:
+        raise ValueError(f"--burn-in is a fraction of the draws in [0, 1), got {args.burn_in}")
     target = build_model(args)
     res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma, alpha=args.alpha,
                  num_chains=args.chains, num_steps=args.steps, seed=args.seed,
@@ -87,25 +92,41 @@ def _run(args) -> int:
 
 def add_parser(subparsers):
     """Add `inertia sample` to the top-level parser."""
-    p = subparsers.add_parser("sample", help="sample a model with HFHR, KLMC or ULA")
-    p.add_argument("--model", choices=MODELS, default="gaussian-kappa")
-    p.add_argument("--dim", type=int, default=10, help="gaussian-kappa: dimension")
-    p.add_argument("--kappa", type=float, default=100.0, help="gaussian-kappa: condition number")
+    from inertia._names import CLASSIFICATION, MCMC_METHODS
+    from inertia.cli import Formatter, nonneg_int, positive_float, positive_int
+
+    p = subparsers.add_parser(
+        "sample", help="sample a model with HFHR, KLMC or ULA", formatter_class=Formatter,
+        description="Run HFHR (Li, Zha & Tao 2022), kinetic Langevin (KLMC) or ULA chains; prints "
+                    "moments, ESS and, for Gaussian models, the exact W2 to the target. "
+                    "Methods (docs/hfhr.md): hfhr (exponential scheme), hfhr-split, hfhr-rm "
+                    "(randomised midpoint, two gradients a step), klmc and uld-rm (kinetic "
+                    "Langevin), ula (overdamped Langevin).")
+    p.add_argument("--model", choices=MODELS, default="gaussian-kappa",
+                   help="gaussian-kappa: Gaussian with condition number --kappa in --dim "
+                        "dimensions; logistic: Bayesian logistic regression on --data")
+    p.add_argument("--dim", type=positive_int, default=10, help="gaussian-kappa: dimension")
+    p.add_argument("--kappa", type=positive_float, default=100.0,
+                   help="gaussian-kappa: condition number")
     p.add_argument("--model-seed", type=int, default=0, help="gaussian-kappa: rotation seed")
-    p.add_argument("--data", default=None, help="logistic: data set name (inertia.data)")
-    p.add_argument("--prior-scale", type=float, default=1.0, help="logistic: prior sd")
-    p.add_argument("--method", choices=sorted(REGISTRY), default="hfhr")
-    p.add_argument("--step-size", type=float, default=None,
+    p.add_argument("--data", default=None, choices=CLASSIFICATION,
+                   help="logistic: data set name (no default; docs/data.md)")
+    p.add_argument("--prior-scale", type=positive_float, default=1.0, help="logistic: prior sd")
+    p.add_argument("--method", choices=sorted(MCMC_METHODS), default="hfhr", help="sampler")
+    p.add_argument("--step-size", type=positive_float, default=None,
                    help="step h (default from the curvature bounds, see docs/hfhr.md)")
-    p.add_argument("--gamma", type=float, default=None, help="friction (kinetic methods)")
-    p.add_argument("--alpha", type=float, default=None, help="HFHR coefficient alpha >= 0")
-    p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--thinning", type=int, default=1)
+    p.add_argument("--gamma", type=positive_float, default=None,
+                   help="friction (kinetic methods; default from the curvature bounds)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="HFHR coefficient alpha >= 0 (default from the curvature bounds)")
+    p.add_argument("--chains", type=positive_int, default=4, help="number of chains")
+    p.add_argument("--steps", type=positive_int, default=1000, help="steps per chain")
+    p.add_argument("--thinning", type=positive_int, default=1, help="keep every k-th draw")
     p.add_argument("--burn-in", type=float, default=0.5, help="fraction of draws discarded")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
-                   help="write JSON (mean, cov, grad_evals, exact w2 curve ...) to PATH or stdout")
+                   help="write JSON (mean, cov, grad_evals, exact w2 curve ...) to PATH, or to "
+                        "stdout without PATH")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=_run)
     return p

@@ -1,7 +1,6 @@
 """Each sgmcmc experiment at --quick: outputs written, numbers sane, a rerun recomputes nothing."""
 import json
 import math
-import os
 
 import pytest
 
@@ -10,12 +9,6 @@ from inertia.experiments import registry
 
 NAMES = ["sgmcmc-linear", "sgmcmc-boston", "sgmcmc-poisson", "sgmcmc-predict", "sgmcmc-nn",
          "sgmcmc-cost"]
-
-
-@pytest.fixture(autouse=True)
-def _data_dir(monkeypatch):
-    if "INERTIA_DATA_DIR" not in os.environ and os.path.isdir("/work/shared/data"):
-        monkeypatch.setenv("INERTIA_DATA_DIR", "/work/shared/data")
 
 
 @pytest.mark.parametrize("name", NAMES)
