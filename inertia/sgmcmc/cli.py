@@ -97,6 +97,10 @@ def run(args) -> int:
 
         check_output_file(args.json, "--json")
     X, y, names = read_csv(args.csv, args.response)
+    n, d = X.shape[0], X.shape[1] + 1
+    if n <= d:
+        raise ValueError(f"{args.csv}: {n} data row(s) for {d} parameters (intercept + "
+                         f"{d - 1} predictors); calibrate needs more rows than parameters")
     if args.batch_size > X.shape[0]:
         raise ValueError(f"--batch-size {args.batch_size} exceeds the {X.shape[0]} data rows of "
                          f"{args.csv}")

@@ -6,6 +6,7 @@ import pytest
 
 import inertia  # noqa: F401
 from inertia.experiments import registry
+from inertia.experiments._catalog import CATALOG
 
 NAMES = ["hfhr-gaussian", "hfhr-logistic", "hfhr-bnn", "hfhr-mixture"]
 PNG = {"hfhr-gaussian": "w2_vs_grads.png", "hfhr-logistic": "error_vs_grads.png",
@@ -13,7 +14,8 @@ PNG = {"hfhr-gaussian": "w2_vs_grads.png", "hfhr-logistic": "error_vs_grads.png"
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_quick_run_and_resume(name, tmp_path):
+def test_quick_run_and_resume(name, tmp_path, require_data):
+    require_data(*CATALOG[name].data_quick)
     if name == "hfhr-logistic":
         pytest.importorskip("numpyro")
     run = registry()[name]

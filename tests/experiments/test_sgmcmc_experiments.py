@@ -6,13 +6,15 @@ import pytest
 
 import inertia  # noqa: F401
 from inertia.experiments import registry
+from inertia.experiments._catalog import CATALOG
 
 NAMES = ["sgmcmc-linear", "sgmcmc-boston", "sgmcmc-poisson", "sgmcmc-predict", "sgmcmc-nn",
          "sgmcmc-cost"]
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_quick_run_and_resume(name, tmp_path):
+def test_quick_run_and_resume(name, tmp_path, require_data):
+    require_data(*CATALOG[name].data_quick)
     run = registry()[name]
     first = run(tmp_path, True)
     assert first["cells_computed"] > 0 and first["cells_reused"] == 0
