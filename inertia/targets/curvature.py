@@ -1,0 +1,209 @@
+"""Curvature bounds alpha <= hess V <= beta estimated from the target: MAP, Laplace fit, Lanczos.
+
+The VI step rules (spec §3, §6) and feasible sets K_L / K_C need bounds alpha <= eig(hess V) <= beta
+that a user's model does not come with. `estimate_curvature` finds the MAP with scipy's L-BFGS,
+takes the extreme Hessian eigenvalues there and at a few draws of the Laplace approximation
+(Lanczos on HVPs via scipy's `eigsh`, or a dense eigendecomposition for small d), and widens them
+by a stated safety margin. Points where hess V is indefinite (non-log-concave targets) do not set
+alpha: it comes from the mean Hessian over the points, the curvature the Gaussian optimum sees
+(Sigma* = (E_q* hess V)^-1, spec §1).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .base import Target, TargetError
+
+DENSE_MAX_DIM = 1024  # up to this d the Hessian is formed densely (d HVPs, one batched call)
+
+
+@dataclasses.dataclass
+class CurvatureEstimate:
+    """Estimated bounds and how they were found.
+
+    `alpha`, `beta`: bounds after the margin; `lambda_min`, `lambda_max`: per point (mode first);
+    `mean_lambda_min`: smallest eigenvalue of the Hessian averaged over the points; `mode`, `factor`:
+    MAP and Cholesky factor of the Laplace covariance (hess V(mode))^-1 (regularised if needed);
+    `grad_evals`, `hvp_evals`, `potential_evals`: queries spent; `margin`: the safety factor.
+    """
+
+    alpha: float
+    beta: float
+    margin: float
+    mode: np.ndarray
+    factor: np.ndarray
+    lambda_min: list
+    lambda_max: list
+    mean_lambda_min: float
+    log_concave_at_points: bool
+    grad_evals: int
+    hvp_evals: int
+    potential_evals: int
+    map_converged: bool
+    method: str
+
+    def describe(self) -> str:
+        """One line for the output."""
+        return (f"curvature estimated (alpha = {self.alpha:.3g}, beta = {self.beta:.3g}, "
+                f"kappa = {self.beta / self.alpha:.3g}; margin x{self.margin:g}; Hessian spectrum "
+                f"[{min(self.lambda_min):.3g}, {max(self.lambda_max):.3g}] at the MAP and "
+                f"{len(self.lambda_min) - 1} Laplace draws by {self.method}; "
+                f"{self.grad_evals} gradients + {self.hvp_evals} HVPs)")
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["mode"] = np.asarray(self.mode).tolist()
+        d.pop("factor")
+        return d
+
+
+def find_mode(target: Target, init=None, *, max_iter: int = 2000, gtol: float = 1e-8):
+    """MAP argmin V by scipy's L-BFGS-B on the jitted value and gradient: (x, converged, evals)."""
+    from scipy.optimize import minimize
+
+    vg = jax.jit(lambda x: (target.potential(x), target.grad(x)))
+    x0 = np.zeros(target.dim) if init is None else np.asarray(init, dtype=np.float64)
+    count = [0]
+
+    def fun(x):
+        count[0] += 1
+        v, g = vg(jnp.asarray(x))
+        v = float(v)
+        if not math.isfinite(v):
+            return 1e300, np.zeros_like(x)  # makes the line search back off
+        return v, np.asarray(g, dtype=np.float64)
+
+    v0, g0 = vg(jnp.asarray(x0))
+    if not (np.isfinite(float(v0)) and np.all(np.isfinite(np.asarray(g0)))):
+        raise TargetError("the potential or its gradient is not finite at the starting point; "
+                          "pass init= a point where the log density is finite")
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter, "gtol": gtol, "ftol": 1e-15, "maxcor": 20})
+    x = np.asarray(res.x)
+    gnorm = float(np.max(np.abs(np.asarray(vg(jnp.asarray(x))[1]))))
+    converged = bool(res.success) or gnorm <= 1e-5 * max(1.0, float(np.max(np.abs(x))))
+    return x, converged, count[0] + 2
+
+
+def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
+    """(lambda_min, lambda_max, H or None, hvps) of hess V(x): dense for small d, else Lanczos."""
+    d = target.dim
+    x = jnp.asarray(x)
+    if d <= dense_max_dim:
+        H = np.asarray(target.hessian(x))
+        H = 0.5 * (H + H.T)
+        w = np.linalg.eigvalsh(H)
+        return float(w[0]), float(w[-1]), H, d
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    hvp = jax.jit(lambda v: target.hvp(x, v))
+    count = [0]
+
+    def mv(v):
+        count[0] += 1
+        return np.asarray(hvp(jnp.asarray(np.ravel(v), dtype=jnp.float64)))
+
+    op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
+    rng = np.random.default_rng(0)
+    v0 = rng.standard_normal(d)
+    kw = dict(k=1, v0=v0, tol=1e-3, maxiter=20 * d, return_eigenvectors=False)
+    lmax = float(eigsh(op, which="LA", **kw)[0])
+    lmin = float(eigsh(op, which="SA", **kw)[0])
+    return lmin, lmax, None, count[0]
+
+
+def _laplace_factor(H, lmin, lmax, d):
+    """Cholesky factor of (H + shift I)^-1, shifted so that the matrix is safely positive."""
+    floor = max(1e-8 * abs(lmax), 1e-12)
+    shift = 0.0 if lmin > floor else floor - lmin + 1e-3 * max(abs(lmax), 1.0)
+    P = H + shift * np.eye(d)
+    Lp = np.linalg.cholesky(P)
+    Linv = np.linalg.inv(Lp)  # P^-1 = Lp^-T Lp^-1
+    return np.linalg.cholesky(Linv.T @ Linv)
+
+
+def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin: float = 2.0,
+                       seed: int = 0, dense_max_dim: int = DENSE_MAX_DIM) -> CurvatureEstimate:
+    """alpha_hat = mean-Hessian lambda_min / margin, beta_hat = max lambda_max * margin over the MAP
+    and `num_points - 1` draws of the Laplace approximation N(mode, hess V(mode)^-1).
+
+    For d > `dense_max_dim` eigenvalues come from Lanczos (scipy `eigsh` on HVPs); the Laplace
+    factor needs the dense Hessian up to d = 4096, beyond which it is I / sqrt(lambda_max).
+    """
+    if not margin >= 1.0:
+        raise ValueError(f"margin must be >= 1, got {margin}")
+    if init is None and "init" in target.info:
+        init = np.asarray(target.info["init"])
+    mode, converged, grad_evals = find_mode(target, init)
+    d = target.dim
+    lmin0, lmax0, H0, hvps = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+    if H0 is None and d <= 4096:
+        H0 = np.asarray(target.hessian(jnp.asarray(mode)))
+        H0 = 0.5 * (H0 + H0.T)
+        hvps += d
+    if H0 is not None and lmin0 > 0:  # one Newton step polishes the L-BFGS mode
+        g = np.asarray(target.grad(jnp.asarray(mode)))
+        cand = mode - np.linalg.solve(H0, g)
+        gc = np.asarray(target.grad(jnp.asarray(cand)))
+        grad_evals += 2
+        if np.all(np.isfinite(gc)) and np.linalg.norm(gc) < np.linalg.norm(g):
+            mode = cand
+    if H0 is not None:
+        factor = _laplace_factor(H0, lmin0, lmax0, d)
+    else:
+        factor = np.eye(d) / math.sqrt(max(lmax0, 1e-12))
+    lmins, lmaxs, hsum = [lmin0], [lmax0], (H0.copy() if H0 is not None else None)
+    nsum = 1
+    rng = np.random.default_rng(seed)
+    potential = jax.jit(target.potential)
+    pot_evals = 0
+    for _ in range(max(0, num_points - 1)):
+        x = mode + factor @ rng.standard_normal(d)
+        pot_evals += 1
+        if not np.isfinite(float(potential(jnp.asarray(x)))):
+            continue
+        lmin, lmax, H, n = hessian_extremes(target, x, dense_max_dim=dense_max_dim)
+        hvps += n
+        if not (math.isfinite(lmin) and math.isfinite(lmax)):
+            continue
+        lmins.append(lmin)
+        lmaxs.append(lmax)
+        if hsum is not None and H is not None:
+            hsum += H
+            nsum += 1
+    if hsum is not None and nsum == len(lmins) and np.all(np.isfinite(hsum)):
+        mean_lmin = float(np.linalg.eigvalsh(hsum / nsum)[0])
+    else:
+        mean_lmin = float(np.mean(lmins))
+    beta_raw = max(lmaxs)
+    if not (math.isfinite(beta_raw) and beta_raw > 0):
+        raise TargetError("could not estimate curvature: the Hessian has no positive eigenvalue "
+                          "at the MAP (is the potential bounded below?)")
+    alpha_raw = min([v for v in lmins if v > 0] + [mean_lmin]) if mean_lmin > 0 else mean_lmin
+    floor = 1e-6 * beta_raw  # non-log-concave: keep kappa finite; restart handles the rest
+    alpha_raw = max(alpha_raw, floor)
+    return CurvatureEstimate(
+        alpha=alpha_raw / margin, beta=beta_raw * margin, margin=margin, mode=mode, factor=factor,
+        lambda_min=lmins, lambda_max=lmaxs, mean_lambda_min=mean_lmin,
+        log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
+        hvp_evals=int(hvps), potential_evals=int(pot_evals), map_converged=converged,
+        method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
+
+
+def with_estimated_bounds(target: Target, **kwargs):
+    """(target with alpha/beta filled in, CurvatureEstimate); user-given bounds always win."""
+    est = estimate_curvature(target, **kwargs)
+    alpha = target.alpha if target.alpha is not None else est.alpha
+    beta = target.beta if target.beta is not None else est.beta
+    if alpha > beta:
+        alpha = beta
+    return target.replace(alpha=float(alpha), beta=float(beta)), est
+
+
+__all__ = ["CurvatureEstimate", "estimate_curvature", "find_mode", "hessian_extremes",
+           "with_estimated_bounds"]

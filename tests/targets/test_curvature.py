@@ -1,0 +1,59 @@
+"""Curvature estimates against known spectra (issue: VI on the user's own model)."""
+import numpy as np
+import jax.numpy as jnp
+import pytest
+
+from inertia.targets import from_potential, kappa_family
+from inertia.targets.curvature import estimate_curvature, with_estimated_bounds
+
+
+@pytest.mark.parametrize("dim,kappa,dense", [(8, 300.0, 64), (60, 1000.0, 10)])
+def test_bounds_within_ten_percent_on_known_spectrum(dim, kappa, dense):
+    t = kappa_family(dim=dim, kappa=kappa)
+    est = estimate_curvature(t.replace(alpha=None, beta=None), dense_max_dim=dense, margin=1.0)
+    assert est.map_converged
+    np.testing.assert_allclose(est.mode, t.optimum[0], atol=1e-5)
+    assert abs(est.alpha / t.alpha - 1) < 0.1 and abs(est.beta / t.beta - 1) < 0.1
+    # the Laplace factor is exact on a Gaussian: factor factor^T = Sigma
+    cov = est.factor @ est.factor.T
+    np.testing.assert_allclose(cov @ np.asarray(t.hessian(jnp.zeros(dim))), np.eye(dim), atol=1e-8)
+
+
+def test_margin_and_user_bounds_win():
+    t = kappa_family(dim=6, kappa=50.0)
+    est = estimate_curvature(t.replace(alpha=None, beta=None), margin=2.0)
+    np.testing.assert_allclose([est.alpha, est.beta], [t.alpha / 2, t.beta * 2], rtol=1e-6)
+    t2, _ = with_estimated_bounds(t.replace(beta=None))
+    assert t2.alpha == t.alpha and t2.beta == pytest.approx(2 * t.beta, rel=1e-6)
+
+
+def test_logistic_spectrum_at_mode_matches_closed_form():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((200, 5))
+    y = (X @ np.array([1.0, -2.0, 0.5, 0.0, 1.0]) + rng.standard_normal(200) > 0).astype(float)
+
+    def V(th):
+        z = jnp.asarray(X) @ th
+        return jnp.sum(jnp.logaddexp(0.0, z) - jnp.asarray(y) * z) + 0.5 * th @ th
+
+    est = estimate_curvature(from_potential(V, 5), margin=1.0, num_points=1)
+    p = 1 / (1 + np.exp(-X @ est.mode))
+    H = X.T @ (X * (p * (1 - p))[:, None]) + np.eye(5)
+    w = np.linalg.eigvalsh(H)
+    np.testing.assert_allclose([est.lambda_min[0], est.lambda_max[0]], [w[0], w[-1]], rtol=1e-6)
+
+
+def test_indefinite_points_do_not_set_alpha():
+    # a double well along x0: hess V is indefinite near 0 but positive at the modes +-1
+    def V(x):
+        return 2.0 * (x[0] ** 2 - 1.0) ** 2 + 0.5 * x[1] ** 2
+
+    est = estimate_curvature(from_potential(V, 2), init=np.array([0.3, 0.1]), num_points=8)
+    assert est.alpha > 0 and np.isfinite(est.beta) and est.beta >= 16.0
+    np.testing.assert_allclose(abs(est.mode[0]), 1.0, atol=1e-5)
+
+
+def test_non_finite_start_is_a_clear_error():
+    t = from_potential(lambda x: jnp.where(x[0] < 1.0, jnp.nan, 0.5 * x @ x), 2)
+    with pytest.raises(ValueError, match="not finite at the starting point"):
+        estimate_curvature(t)
