@@ -211,18 +211,69 @@ def _one_line(err: BaseException) -> str:
     return text
 
 
+_INTERRUPT = {"reported": False}
+
+
+def _interrupt_line(args) -> str:
+    note = getattr(args, "interrupted", None)
+    msg = note(args) if callable(note) else ("interrupted; nothing was written (outputs are "
+                                             "written when the run finishes)")
+    return f"inertia {args.command}: {msg}"
+
+
+def _watch_interrupts(args, grace: float = 2.0) -> None:
+    """End the process on SIGINT even while the main thread sits in a long compiled computation.
+
+    Python runs its SIGINT handler (KeyboardInterrupt) only between bytecodes, so a Ctrl-C during
+    an XLA call would wait for the whole call. The C-level handler also writes the signal number to
+    the wakeup fd at once; this thread reads it and, if the main thread has not reported the
+    interrupt within `grace` seconds, prints the one line and exits with status 130. Every output
+    is written atomically or at the end, so nothing is left half-written.
+    """
+    import signal
+    import socket
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    _INTERRUPT["sockets"] = (r, w)  # keep the fds open for the process's life
+    try:
+        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        return
+
+    def watch():
+        while True:
+            data = r.recv(64)
+            if not data:
+                return
+            if signal.SIGINT in data:
+                time.sleep(grace)
+                if not _INTERRUPT["reported"]:
+                    _INTERRUPT["reported"] = True
+                    sys.stdout.flush()
+                    print(f"\n{_interrupt_line(args)}", file=sys.stderr, flush=True)
+                    os._exit(EXIT_INTERRUPTED)
+
+    threading.Thread(target=watch, name="inertia-sigint", daemon=True).start()
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     prefix = f"inertia {args.command}"
     try:
+        if argv is None:  # a real command line, not a call from Python (tests)
+            _watch_interrupts(args)
         if args.command != "reproduce" or (args.name and not args.list):
             _enable_compilation_cache()
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        note = getattr(args, "interrupted", None)
-        msg = note(args) if callable(note) else ("interrupted; nothing was written (outputs are "
-                                                 "written when the run finishes)")
-        print(f"\n{prefix}: {msg}", file=sys.stderr)
+        if not _INTERRUPT["reported"]:
+            _INTERRUPT["reported"] = True
+            print(f"\n{_interrupt_line(args)}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ValueError, OSError, KeyError, FloatingPointError, ImportError, MemoryError) as err:
         print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)

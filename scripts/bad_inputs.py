@@ -393,6 +393,8 @@ def run_case(case, fixtures, workdir: Path) -> dict:
         import resource
 
         resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_LIMIT, MEMORY_LIMIT))
+        # a shell's background job ignores SIGINT, and children inherit that: restore it
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     proc = subprocess.Popen(argv, cwd=home, env=_env(home), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=limit)
