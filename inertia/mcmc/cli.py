@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
 
 MODELS = ("gaussian-kappa", "logistic")
 
 
 def build_model(args):
     """The target named by --model (gaussian-kappa: --dim --kappa; logistic: --data NAME)."""
+    import numpy as np
+
     if args.model == "gaussian-kappa":
         from inertia.targets import kappa_family
 
@@ -30,6 +31,8 @@ def build_model(args):
 
 
 def _run(args) -> int:
+    import numpy as np
+
     from .gaussian import GaussianDiagnostics
     from .kernels import REGISTRY
     from .sample import sample

@@ -7,14 +7,17 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 
 
 def read_csv(path, response: str):
     """(X, y, predictor names) from a CSV with a header row; every cell must be numeric."""
+    import numpy as np
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"CSV file not found: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a CSV file")
     text = path.read_text()
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
@@ -125,6 +128,8 @@ def run(args) -> int:
                     num_steps=args.steps, seed=args.seed, temperature=args.temperature,
                     momentum=args.momentum, subsample=args.subsample,
                     replacement=not args.without_replacement, num_chains=args.chains)
+    import numpy as np
+
     sd_t = np.sqrt(np.diag(res.target_cov))
     sd_p = np.sqrt(np.diag(res.predicted_cov))
     sd_e = np.sqrt(np.diag(res.empirical_cov))
