@@ -151,12 +151,12 @@ def _reproduce_interrupted(args) -> str:
 
 
 def _run_reproduce(args) -> int:
-    from inertia.experiments._catalog import CATALOG, describe
+    from inertia.experiments._catalog import CATALOG, describe, uncatalogued
 
     if args.list or not args.name:
-        print(describe())
+        print(describe(uncatalogued()))
         return 0
-    if args.name not in CATALOG:
+    if args.name not in CATALOG and args.name not in uncatalogued():
         raise ValueError(f"unknown experiment {args.name!r}; available: "
                          f"{', '.join(sorted(CATALOG))} (see --list)")
     if args.backend != "ray" and args.address:

@@ -67,9 +67,20 @@ CATALOG: dict[str, Entry] = {
 }
 
 
-def describe() -> str:
-    """The `reproduce --list` table: name, description, quick / full cost, data, packages."""
-    w = max(map(len, CATALOG))
+def uncatalogued() -> dict:
+    """Registered experiments missing from CATALOG (new ones): name -> docstring's first line.
+    Imports every experiment module (and JAX)."""
+    from . import registry
+
+    return {name: ((fn.__doc__ or "").strip().splitlines() or ["(no description)"])[0]
+            for name, fn in registry().items() if name not in CATALOG}
+
+
+def describe(extra: dict | None = None) -> str:
+    """The `reproduce --list` table: name, description, quick / full cost, data, packages;
+    `extra` (name -> description) lists experiments not yet in CATALOG, cost unknown."""
+    extra = extra or {}
+    w = max(map(len, list(CATALOG) + list(extra)))
     lines = [f"{'name':<{w}}  {'quick':>7}  {'full':<26} data (quick; full)  -- description"]
     for name in sorted(CATALOG):
         e = CATALOG[name]
@@ -77,6 +88,8 @@ def describe() -> str:
         if e.data_full != e.data_quick:
             data += "; " + (",".join(e.data_full) or "-")
         lines.append(f"{name:<{w}}  {e.quick:>7}  {e.full:<26} {data}  -- {e.description}")
+    for name in sorted(extra):
+        lines.append(f"{name:<{w}}  {'?':>7}  {'?':<26} ?  -- {extra[name]}")
     lines.append("Costs are rough wall times on a busy 2-core machine. Data: sonar, ionosphere, "
                  "banknote, german ship with inertia; wdbc, diabetes with scikit-learn; pima, "
                  "boston load from $INERTIA_DATA_DIR or download (docs/data.md). "
