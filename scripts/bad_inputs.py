@@ -424,7 +424,11 @@ def judge(r: dict) -> tuple[str, str]:
         return "FAIL: hang", f"no answer in {TIMEOUT:.0f} s"
     expect, kind = r["expect"], r["kind"]
     if kind == "api":
-        last = err_lines[-1] if err_lines else ""
+        import re
+
+        raised = [ln for ln in err_lines
+                  if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)(:|$)", ln)]
+        last = raised[-1] if raised else (err_lines[-1] if err_lines else "")
         warns = [ln for ln in err_lines if "Warning" in ln]
         if r["rc"] == 0:
             ok = expect in ("ok",)
