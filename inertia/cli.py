@@ -267,6 +267,10 @@ def main(argv=None) -> int:
     try:
         if argv is None:  # a real command line, not a call from Python (tests)
             _watch_interrupts(args)
+            import warnings
+
+            warnings.formatwarning = (lambda message, category, *_a, **_k:
+                                      f"{prefix}: warning: {message}\n")
         if args.command != "reproduce" or (args.name and not args.list):
             _enable_compilation_cache()
         return int(args.func(args) or 0)

@@ -316,7 +316,7 @@ CASES = [
      "from inertia.vi import fit; warnings.simplefilter('error')\n"
      "t = F(lambda x: jnp.abs(x).sum() * -1 - 0.5 * x @ x, jnp.zeros(2), alpha=1.0, beta=1.0)\n"
      "r = fit(t, 'price-stl-proj', batch_size=8, num_steps=300)\n"
-     "import numpy as np; c = np.asarray(r.cov)[0]\n"
+     "import numpy as np; c = np.asarray(r.cov).reshape(-1, 2, 2)[0]\n"
      "assert abs(c[0, 0] - 0.459) < 0.1, c", "warn-or-error",
      "issue 13: cov 1.00 I vs optimum 0.459 I (lead)"),
     # API: mcmc
