@@ -6,7 +6,7 @@ import math
 import sys
 import time
 import warnings
-from typing import Optional, Sequence
+from typing import Callable, NamedTuple, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -15,7 +15,11 @@ import numpy as np
 from ..parallel import shard_leading
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
+from .auto import DEFAULT_METHOD, boundary, default_batch, prepare, warn_small_batch
+from .monitor import ObjectiveMonitor, StoppingRule
+from .recorder import _Recorder
 from .registry import Method, StepRule, get_estimator, get_method, momentum
+from .restart import with_restart
 
 DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
 
@@ -45,6 +49,14 @@ class FitResult:
     compile_seconds: float
     diverged: Optional[dict] = None
     target_name: str = ""
+    curvature: Optional[dict] = None  # how estimated bounds were found (targets.curvature)
+    bounds: Optional[dict] = None  # alpha, beta used; whether estimated; feasible-set bounds
+    events: list = dataclasses.field(default_factory=list)  # recoveries, widenings
+    stopped: Optional[dict] = None  # the stopping rule's verdict, when it ended the run
+    averaged: Optional[dict] = None  # tail averaging of the last checkpoints
+    restarts: int = 0  # momentum restarts (adaptive restart)
+    names: Optional[list] = None  # parameter names of the flat coordinates
+    constrain: Optional[Callable] = dataclasses.field(default=None, repr=False)
 
     @property
     def final_gap(self):
@@ -52,6 +64,15 @@ class FitResult:
         if g is None or len(g) == 0:
             return None
         last = np.asarray(g[-1])
+        return float(np.mean(last)) if np.all(np.isfinite(last)) else None
+
+    @property
+    def final_objective(self):
+        """Seed-mean objective estimate F_hat at the last checkpoint (None without the monitor)."""
+        f = self.history.get("objective_estimate")
+        if f is None or len(f) == 0:
+            return None
+        last = np.asarray(f[-1])
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
 
     @property
@@ -71,10 +92,14 @@ class FitResult:
         """JSON-ready summary (the `inertia fit --json` contract)."""
         h = self.history
         rows = []
+        est = h.get("objective_estimate")
         for i, step in enumerate(h["step"]):
             gap = np.asarray(h["gap"][i]) if h["gap"] is not None else None
             objective = np.asarray(h["objective"][i]) if h["objective"] is not None else None
-            rows.append({
+            extra = {} if est is None else {
+                "objective_estimate": _num(np.mean(est[i])),
+                "objective_stderr": _num(np.mean(h["objective_stderr"][i]))}
+            rows.append({**extra,
                 "step": int(step),
                 "gap": _num(np.mean(gap)) if gap is not None else None,
                 "objective": _num(np.mean(objective)) if objective is not None else None,
@@ -94,6 +119,10 @@ class FitResult:
             "cost_per_update": {"grad_evals": self.cost_per_update[0],
                                 "hvp_evals": self.cost_per_update[1]},
             "compile_seconds": self.compile_seconds, "diverged": self.diverged,
+            "names": self.names or [f"x[{i}]" for i in range(self.dim)],
+            "final_objective": self.final_objective, "bounds": self.bounds,
+            "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
+            "averaged": self.averaged, "restarts": self.restarts,
         }
 
     def to_arviz(self, num_draws: int = 1000, seed: int = 0):
@@ -157,9 +186,19 @@ def _initial(target, init, coords):
             raise ValueError(f"init must be (mean ({d},), factor ({d}, {d})); got "
                              f"{m0.shape}, {A0.shape}")
     check_point(target, m0)
+    return m0, to_coords(A0, coords)
+
+
+def to_coords(F, coords):
+    """A factor F (F F^T = Sigma) in the kernel's coordinates: Cholesky, symmetric root, or as is
+    for "cov" kernels (whose init squares it); kept bitwise when F is already of that form."""
+    F = jnp.asarray(F)
     if coords == "chol":
-        A0 = jnp.tril(A0)
-    return m0, A0
+        return F if bool(jnp.all(F == jnp.tril(F))) else jnp.linalg.cholesky(F @ F.T)
+    if coords == "sym" and not bool(jnp.all(F == F.T)):
+        w, Q = jnp.linalg.eigh(F @ F.T)
+        return (Q * jnp.sqrt(jnp.maximum(w, 0.0))) @ Q.T
+    return F
 
 
 MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
@@ -175,130 +214,259 @@ def _schedule(num_steps, every):
     return out
 
 
-def fit(target: Target, method: str, *, accelerated: Optional[bool] = None, batch_size: int = 1,
-        num_steps: int = 1000, seed: int | Sequence[int] = 0, checkpoint_every: Optional[int] = None,
-        step_size: Optional[float] = None, s: Optional[float] = None, init=None,
-        evaluate: bool = True, progress: bool = False, **options) -> FitResult:
-    """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
-
-    Runs `num_steps` updates in at most ~50 compiled `lax.scan` blocks (compiled once), with several
-    seeds vmapped when `seed` is a sequence; `seconds` inside a block are interpolated linearly. Gaps F(q_k) - F* are exact for Gaussian targets
-    and quadrature-exact for GLM / graph-probit targets (None when the target has no expectations).
-    """
-    if not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
-        raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
-    kernel, m_spec, est, accelerated, rule = make_kernel(
-        target, method, accelerated=accelerated, batch_size=batch_size, step_size=step_size, s=s,
-        **options)
-    seeds = [int(seed)] if np.ndim(seed) == 0 else [int(x) for x in seed]
-    if not seeds:
-        raise ValueError("seed must be an integer or a non-empty sequence of integers")
-    every = int(checkpoint_every or max(1, num_steps // 100 or 1))
-    if every < 1:
-        raise ValueError("checkpoint_every must be a positive integer")
-    m0, A0 = _initial(target, init, kernel.coords)
-    state0 = jax.vmap(lambda _: kernel.init(m0, A0))(jnp.arange(len(seeds)))
-    keys = jax.vmap(lambda sd: jax.random.split(jax.random.PRNGKey(sd), max(num_steps, 1)))(
-        jnp.asarray(seeds))  # (seeds, steps, 2)
-    state0, keys = shard_leading((state0, keys))  # seeds across devices when there are several
-
+def _block_fn(kernel):
+    """jit(vmap over seeds) of a block: scan over chunks of scanned steps, snapshots per chunk."""
     def chunk(state, chunk_keys):
         def body(st, k):
             st, info = kernel.step(st, k)
             size = jnp.maximum(jnp.max(jnp.abs(st.m)), jnp.max(jnp.abs(st.A)))
-            return st, info.finite & (size < DIVERGENCE_LIMIT)
+            return st, (info.finite & (size < DIVERGENCE_LIMIT), jnp.asarray(info.restarted))
 
-        return jax.lax.scan(body, state, chunk_keys)
+        st, (ok, restarted) = jax.lax.scan(body, state, chunk_keys)
+        return st, ok, jnp.sum(restarted)
 
     def block(state, block_keys):  # block_keys: (chunks, chunk length, 2) for one seed
         def outer(st, ck):
-            st, ok = chunk(st, ck)
-            return st, (st.m, st.A, ok)
+            st, ok, nr = chunk(st, ck)
+            return st, (st.m, st.A, ok, nr)
 
         return jax.lax.scan(outer, state, block_keys)
 
-    run_block = jax.jit(jax.vmap(block))
-    schedule = _schedule(num_steps, every)
-    t0 = time.perf_counter()
-    compiled = {}
-    for _, n, length in schedule:
-        if (n, length) not in compiled:
-            compiled[(n, length)] = run_block.lower(
-                state0, keys[:, : n * length].reshape(len(seeds), n, length, -1)).compile()
-    compile_seconds = time.perf_counter() - t0
+    return jax.jit(jax.vmap(block))
 
-    to_cov = jax.jit(jax.vmap(jax.vmap(lambda m, A: kernel.gaussian(type(state0)(m, A, m, A))[1])))
-    do_eval = evaluate and target.expectations is not None
-    ref = obj.reference(target) if do_eval else None
-    gap_rows, obj_rows = [], []
 
-    def record(ms, As):  # ms (k, seeds, d), As (k, seeds, d, d): gaps now, factors not kept
-        if not do_eval or ms.shape[0] == 0:
-            return
-        k, ns, d = ms.shape
-        covs = np.asarray(to_cov(jnp.asarray(ms), jnp.asarray(As))).reshape(k * ns, d, d)
-        hld = np.asarray(obj.half_logdet(jnp.asarray(As), kernel.coords)).reshape(k * ns)
-        g, f = obj.gaps(target, ms.reshape(k * ns, d), covs, ref=ref, half_logdets=hld)
-        gap_rows.append(g.reshape(k, ns))
-        obj_rows.append(f.reshape(k, ns))
+class _Options(NamedTuple):
+    auto: bool
+    restart: bool
+    recover: bool
+    widen: bool
+    monitor: bool
+    tol: Optional[float]
+    average: bool
+    window: int
 
-    record(np.asarray(state0.m)[None], np.asarray(state0.A)[None])
-    snap_m, steps, seconds = [np.asarray(state0.m)], [0], [0.0]
-    last_A = np.asarray(state0.A)
-    state, elapsed, diverged = state0, 0.0, None
-    for start, n, length in schedule:
-        t = time.perf_counter()
-        bkeys = keys[:, start:start + n * length].reshape(len(seeds), n, length, -1)
-        state, (bm, bA, ok) = compiled[(n, length)](state, bkeys)
-        ok = np.asarray(jax.block_until_ready(ok))  # (seeds, chunks, length)
-        dt = time.perf_counter() - t
-        chunk_ok = ok.all(axis=(0, 2))
-        good = n if chunk_ok.all() else int(np.argmin(chunk_ok))
-        bm = np.swapaxes(np.asarray(bm)[:, :good], 0, 1)  # (good, seeds, d)
-        bA = np.swapaxes(np.asarray(bA)[:, :good], 0, 1)
-        record(bm, bA)
-        for c in range(good):
-            snap_m.append(bm[c])
-            steps.append(start + (c + 1) * length)
-            seconds.append(elapsed + dt * (c + 1) / n)
-        if good:
-            last_A = bA[-1]
-        elapsed += dt
-        if good < n:
-            flat = ok[:, good].all(axis=0)
-            bad = start + good * length + int(np.argmin(flat))
-            bad_seeds = [seeds[i] for i in np.where(~ok[:, good].all(axis=1))[0]]
-            diverged = {"step": bad + 1, "last_finite_step": steps[-1], "seeds": bad_seeds,
-                        "reason": "non-finite or exploding iterate (gradient or step too large)"}
-            warnings.warn(f"{m_spec.name}: divergence at step {bad + 1} (seeds {bad_seeds}); "
-                          f"stopping and returning the last finite state (step {steps[-1]})",
-                          RuntimeWarning, stacklevel=2)
-            break
-        if progress:
-            print(f"  step {steps[-1]}/{num_steps}  {elapsed:.1f}s", file=sys.stderr, flush=True)
 
-    steps = np.asarray(steps)
-    g_per, h_per = est.cost(target.dim, batch_size)
-    gap = np.concatenate(gap_rows) if do_eval else None
-    objective_vals = np.concatenate(obj_rows) if do_eval else None
-    f_star = ref.value if do_eval else None
-    history = {"step": steps, "gap": gap, "objective": objective_vals,
-               "grad_evals": steps * g_per, "hvp_evals": steps * h_per,
-               "seconds": np.asarray(seconds)}
-    final_m = snap_m[-1]
-    final_cov = np.asarray(to_cov(jnp.asarray(final_m)[None], jnp.asarray(last_A)[None]))[0]
-    factor = last_A if kernel.coords != "cov" else np.linalg.cholesky(final_cov)
-    single = len(seeds) == 1
-    if single:
-        final_m, final_cov, factor = final_m[0], final_cov[0], factor[0]
-    return FitResult(
-        method=m_spec.name, accelerated=accelerated, batch_size=int(batch_size),
-        num_steps=int(steps[-1]), dim=target.dim, seeds=seeds, mean=final_m, cov=final_cov,
-        factor=factor, coords=kernel.coords, history=history,
-        step_rule={"eta": rule.eta, "s": rule.s,
-                   "rho": momentum(rule.s) if accelerated and rule.s else 0.0},
-        f_star=f_star, cost_per_update=(g_per, h_per), compile_seconds=compile_seconds,
-        diverged=diverged, target_name=target.name)
+def _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average, window,
+             evaluate):
+    auto = method is None or target.alpha is None or target.beta is None
+    acc = get_method(method or DEFAULT_METHOD).accelerable if accelerated is None else accelerated
+    restart = bool(auto and acc) if restart is None else bool(restart)
+    recover = auto if recover is None else bool(recover)
+    widen = auto if widen is None else bool(widen)
+    tol = (1e-4 if auto else None) if tol is None else float(tol)
+    monitor = bool(evaluate and (auto or tol is not None or target.expectations is None)
+                   ) if monitor is None else bool(monitor)
+    if tol is not None and not monitor:
+        raise ValueError("the stopping rule (tol=) needs the objective monitor (monitor=True)")
+    average = (tol is not None) if average is None else bool(average)
+    return _Options(auto, restart, recover, widen, monitor, tol, average, int(window))
+
+
+def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[bool] = None,
+        batch_size: Optional[int] = None, num_steps: Optional[int] = None,
+        seed: int | Sequence[int] = 0, checkpoint_every: Optional[int] = None,
+        step_size: Optional[float] = None, s: Optional[float] = None, init=None,
+        evaluate: bool = True, progress: bool = False, tol: Optional[float] = None,
+        restart: Optional[bool] = None, recover: Optional[bool] = None,
+        widen: Optional[bool] = None, monitor: Optional[bool] = None,
+        average: Optional[bool] = None, window: int = 10, monitor_draws: int = 256,
+        max_recoveries: int = 4, **options) -> FitResult:
+    """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
+
+    Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
+    `num_steps` updates (default 1000) in at most ~50 compiled `lax.scan` blocks; several seeds are
+    vmapped. Automatic mode (no method, or bounds missing): bounds estimated from the target
+    (`inertia.targets.curvature`), start at the Laplace fit, default method `stl-proj`, adaptive
+    momentum restart, divergence recovery with a smaller step, feasible-set widening, and the
+    stopping rule on the common-random-number objective estimate (tol 1e-4 nats, at most
+    `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints. Each switch
+    can be set explicitly. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
+    GLM / graph-probit targets; `history["objective_estimate"]` is F_hat for any target.
+    """
+    opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
+                    window, evaluate)
+    method = method or DEFAULT_METHOD
+    if num_steps is None:
+        num_steps = 20000 if opts.tol is not None else 1000
+    if not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
+        raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
+    seeds = [int(seed)] if np.ndim(seed) == 0 else [int(x) for x in seed]
+    if not seeds:
+        raise ValueError("seed must be an integer or a non-empty sequence of integers")
+    if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer))
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be a positive integer, got {checkpoint_every!r}")
+    m_spec = get_method(method)
+    if batch_size is None:
+        batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
+    prep = prepare(target, init, seed=seeds[0], verbose=progress)
+    target, init = prep.target, prep.init
+    warn_small_batch(method, target.dim, batch_size)
+    runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
+                     len(seeds))
+    every = int(checkpoint_every or (max(1, min(num_steps // 100 or 1, 50 * target.dim))
+                                     if opts.tol is not None else max(1, num_steps // 100 or 1)))
+    m0, A0 = _initial(target, init, runner.kernel.coords)
+    return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
+                      max_recoveries, prep.curvature)
+
+
+class _Runner:
+    """Builds the kernel (rebuilt with a smaller step on divergence, a wider set on the boundary),
+    compiles each block shape once, and drives blocks with checkpoints, monitor and stopping."""
+
+    def __init__(self, target, method, accelerated, batch_size, step_size, s, opts, options,
+                 num_seeds):
+        self.target, self.opts, self.options = target, opts, dict(options)
+        self.batch_size, self.num_seeds = int(batch_size), num_seeds
+        self.method, self.accelerated, self.step_size, self.s = method, accelerated, step_size, s
+        self.set_bounds = (target.alpha, target.beta)
+        self.eta_scale = 1.0
+        self.compile_seconds = 0.0
+        self.events = []
+        self._build()
+        self.base_rule = self.rule
+
+    def _build(self):
+        opts = dict(self.options)
+        if self.set_bounds != (self.target.alpha, self.target.beta):
+            opts["set_bounds"] = self.set_bounds
+        step = None
+        s = self.s
+        if self.eta_scale != 1.0:
+            _, _, _, _, rule = make_kernel(self.target, self.method, accelerated=self.accelerated,
+                                           batch_size=self.batch_size, step_size=self.step_size,
+                                           s=self.s, **self.options)
+            step = rule.eta * self.eta_scale
+            s = rule.s / math.sqrt(self.eta_scale) if rule.s else None
+        elif self.step_size is not None:
+            step = self.step_size
+        kernel, self.m_spec, self.est, self.accelerated, self.rule = make_kernel(
+            self.target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
+            step_size=step, s=s, **opts)
+        if self.opts.restart and self.accelerated and kernel.lookahead is not None:
+            kernel = with_restart(kernel)
+        self.kernel = kernel
+        self.run_block = _block_fn(kernel)
+        self.compiled = {}
+
+    def _compiled(self, state, n, length):
+        if (n, length) not in self.compiled:
+            t0 = time.perf_counter()
+            dummy = jnp.zeros((self.num_seeds, n, length, 2), dtype=jnp.uint32)
+            self.compiled[(n, length)] = self.run_block.lower(state, dummy).compile()
+            self.compile_seconds += time.perf_counter() - t0
+        return self.compiled[(n, length)]
+
+    def run(self, m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
+            max_recoveries, curvature):
+        target, opts, kernel = self.target, self.opts, self.kernel
+        state = jax.vmap(lambda _: kernel.init(m0, A0))(jnp.arange(len(seeds)))
+        state = shard_leading(state)
+        rec = _Recorder(target, kernel, evaluate, opts.monitor, monitor_draws, seeds[0])
+        rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
+        rec.add(0, 0.0, np.asarray(state.m)[None], np.asarray(state.A)[None])
+        keys = _keys(seeds, num_steps, 0)
+        schedule = (_schedule(num_steps, every) if rule is None
+                    else [(i, 1, min(every, num_steps - i)) for i in range(0, num_steps, every)])
+        diverged, stopped, restarts = None, None, 0
+        done, elapsed, attempt, low_hits, high_hits = 0, 0.0, 0, 0, 0
+        queue = list(schedule)
+        while queue:
+            start, n, length = queue.pop(0)
+            t = time.perf_counter()
+            fn = self._compiled(state, n, length)
+            bkeys = keys[:, start:start + n * length].reshape(len(seeds), n, length, -1)
+            new_state, (bm, bA, ok, nr) = fn(state, bkeys)
+            ok = np.asarray(jax.block_until_ready(ok))
+            dt = time.perf_counter() - t
+            restarts += int(np.asarray(nr).sum())
+            chunk_ok = ok.all(axis=(0, 2))
+            good = n if chunk_ok.all() else int(np.argmin(chunk_ok))
+            bm = np.swapaxes(np.asarray(bm)[:, :good], 0, 1)
+            bA = np.swapaxes(np.asarray(bA)[:, :good], 0, 1)
+            steps_b = [start + (c + 1) * length for c in range(good)]
+            secs = [elapsed + dt * (c + 1) / n for c in range(good)]
+            bad_draws = rec.add_block(steps_b, secs, bm, bA)
+            elapsed += dt
+            if bad_draws is not None:  # V non-finite on draws of q at checkpoint index bad_draws
+                good = bad_draws
+                rec.truncate(good_steps=start + good * length)
+            state = new_state
+            failed = good < n
+            if failed:
+                bad_step = start + good * length + 1
+                reason = ("potential V non-finite on draws of q (the log density is NaN or "
+                          "-inf where q puts mass)" if bad_draws is not None else
+                          "non-finite or exploding iterate (gradient or step too large)")
+                if opts.recover and attempt < max_recoveries:
+                    attempt += 1
+                    self.eta_scale /= 4.0
+                    self._build()
+                    self.events.append({"event": "recovery", "step": bad_step,
+                                        "restart_from": rec.steps[-1], "reason": reason,
+                                        "step_size": self.rule.eta})
+                    warnings.warn(f"{self.m_spec.name}: {reason} at step {bad_step}; restarting "
+                                  f"from step {rec.steps[-1]} with step size {self.rule.eta:.3g}",
+                                  RuntimeWarning, stacklevel=3)
+                    kernel = self.kernel
+                    state = rec.restart_state(kernel)
+                    resume = rec.steps[-1]
+                    keys = _keys(seeds, num_steps, attempt)
+                    queue = [(i, 1, min(every, num_steps - i)) for i in range(resume, num_steps,
+                                                                                  every)]
+                    continue
+                bad_seeds = [seeds[i] for i in np.where(~ok[:, min(good, n - 1)].all(axis=1))[0]]
+                diverged = {"step": bad_step, "last_finite_step": rec.steps[-1],
+                            "seeds": bad_seeds or seeds, "reason": reason}
+                warnings.warn(f"{self.m_spec.name}: divergence at step {bad_step} ({reason}); "
+                              f"stopping and returning the last finite state "
+                              f"(step {rec.steps[-1]})", RuntimeWarning, stacklevel=3)
+                break
+            if opts.widen and self.m_spec.feasible:
+                sides = [boundary(self.m_spec.feasible, A, *self.set_bounds) for A in rec.last_A]
+                low, high = any(x[0] for x in sides), any(x[1] for x in sides)
+                low_hits, high_hits = (low_hits + 1) * low, (high_hits + 1) * high
+                if low_hits >= 3 or high_hits >= 3:
+                    a, b = self.set_bounds
+                    self.set_bounds = (a / 4.0 if high_hits >= 3 else a,
+                                       b * 4.0 if low_hits >= 3 else b)
+                    self.events.append({"event": "widened", "step": rec.steps[-1],
+                                        "side": "upper" if high_hits >= 3 else "lower",
+                                        "set_bounds": list(self.set_bounds)})
+                    warnings.warn(f"{self.m_spec.name}: the iterate sits on the "
+                                  f"{'upper' if high_hits >= 3 else 'lower'} boundary of the "
+                                  f"feasible set built from the estimated bounds; widening it",
+                                  RuntimeWarning, stacklevel=3)
+                    low_hits = high_hits = 0
+                    self._build()
+                    kernel = self.kernel
+                    state = rec.restart_state(kernel)
+            if progress:
+                _progress(rec, num_steps, elapsed)
+            if rule is not None and any(rule.update(rec.seed_mean_draws(i))
+                                        for i in range(-good, 0)):
+                stopped = {"step": rec.steps[-1], "reason": "objective converged",
+                           "decrease": rule.decrease, "stderr": rule.stderr,
+                           "window_checkpoints": opts.window}
+                break
+        averaged = rec.average_tail(opts.window + 1) if (opts.average and stopped) else None
+        return rec.result(self, seeds, diverged, stopped, averaged, restarts, curvature)
+
+
+def _keys(seeds, num_steps, attempt):
+    return jax.vmap(lambda sd: jax.random.split(
+        jax.random.fold_in(jax.random.PRNGKey(sd), attempt) if attempt else jax.random.PRNGKey(sd),
+        max(num_steps, 1)))(jnp.asarray(seeds))  # (seeds, steps, 2)
+
+
+def _progress(rec, num_steps, elapsed):
+    done = rec.steps[-1]
+    eta = elapsed / max(done, 1) * (num_steps - done)
+    f = rec.est_value[-1] if rec.est_value else None
+    fs = f" F_hat {np.nanmean(f):.6g}" if f is not None else ""
+    print(f"  step {done}/{num_steps}{fs}  {elapsed:.1f}s run, at most {eta:.0f}s left",
+          file=sys.stderr, flush=True)
 
 
 def hitting_step(result: FitResult, threshold: float, *, relative: bool = False):

@@ -27,6 +27,7 @@ class Method(NamedTuple):
     build: Callable
     baseline: bool = False
     description: str = ""
+    feasible: Optional[str] = None  # "norm" | "chol" (K_L) | "sym" (K_C) | "sym-floor" | None
 
 
 def momentum(s):
@@ -51,10 +52,20 @@ def _dgg_rule(alpha, beta, d, b):
     return StepRule(alpha / (2.0 * beta**2 * r_b(d, b)), None)
 
 
+def _set_bounds(target, options):
+    """(alpha, beta) that define the feasible set, and the options left for the estimator.
+
+    `set_bounds=(alpha, beta)` widens K_L / K_C without touching the step rule (used when estimated
+    bounds put the optimum on the boundary)."""
+    options = dict(options or {})
+    a, b = options.pop("set_bounds", None) or (target.alpha, target.beta)
+    return float(a), float(b), options
+
+
 def _build_apg(update_kind):
     def build(target, estimator, accelerated, batch_size, eta, s, options):
-        d, alpha, beta = target.dim, target.alpha, target.beta
-        radius = math.sqrt(d / alpha)
+        alpha, beta, options = _set_bounds(target, options)
+        radius = math.sqrt(target.dim / alpha)
         if update_kind == "entropy":
             update = apg.entropy_prox_update(eta, estimator.coords)
         elif update_kind == "norm":
@@ -62,22 +73,27 @@ def _build_apg(update_kind):
         else:
             update = apg.projected_chol_update(eta, radius, 0.5 / math.sqrt(beta))
         rho = momentum(s) if accelerated else 0.0
-        return apg.build(target, estimator, update, rho=rho, batch_size=batch_size,
-                         options=options)
+        kernel = apg.build(target, estimator, update, rho=rho, batch_size=batch_size,
+                           options=options)
+        return kernel._replace(lookahead=(lambda st: (st.aux_m, st.aux_A)) if rho else None)
 
     return build
 
 
 def _build_sym(floor_only):
     def build(target, estimator, accelerated, batch_size, eta, s, options):
-        alpha, beta = target.alpha, target.beta
+        alpha, beta, options = _set_bounds(target, options)
         if floor_only:  # DGG-STL: sigma_min(C) >= 1/sqrt(beta), no upper bound
             lower, upper = 1.0 / math.sqrt(beta), math.inf
         else:  # K_C of Algorithm 3
             lower, upper = 0.5 / math.sqrt(beta), 2.0 / math.sqrt(alpha)
-        return projected_sym.build(target, estimator, eta=eta, s=s, alpha=alpha, lower=lower,
-                                   upper=upper, accelerated=accelerated, batch_size=batch_size,
-                                   options=options)
+        kernel = projected_sym.build(target, estimator, eta=eta, s=s, alpha=target.alpha,
+                                     lower=lower, upper=upper, accelerated=accelerated,
+                                     batch_size=batch_size, options=options)
+        if not accelerated:
+            return kernel
+        return kernel._replace(lookahead=lambda st: ((s * st.m + st.aux_m) / (s + 1.0),
+                                                     (s * st.A + st.aux_A) / (s + 1.0)))
 
     return build
 
@@ -102,19 +118,23 @@ def _fixed_eta(eta_fn):
 METHODS = {m.name: m for m in [
     Method("exact-apg", "exact", "Alg. 1 (APG, exact expectations)", True, _sexact,
            _build_apg("entropy"), description="Cholesky; eta = 1/beta"),
-    Method("fd-prox", "fd", "Alg. 2 (norm-constrained prox)", True, _sp, _build_apg("norm")),
+    Method("fd-prox", "fd", "Alg. 2 (norm-constrained prox)", True, _sp, _build_apg("norm"),
+           feasible="norm"),
     Method("paired-prox", "paired", "Alg. 2 (norm-constrained prox)", True, _sp,
-           _build_apg("norm")),
-    Method("fd-proj", "fd", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj")),
-    Method("paired-proj", "paired", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj")),
+           _build_apg("norm"), feasible="norm"),
+    Method("fd-proj", "fd", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj"),
+           feasible="chol"),
+    Method("paired-proj", "paired", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj"),
+           feasible="chol"),
     Method("stl-proj", "stl", "Alg. 3 (projected, symmetric root)", True, _s15,
-           _build_sym(False)),
+           _build_sym(False), feasible="sym"),
     Method("price-stl-proj", "price-stl", "Alg. 3 (projected, symmetric root)", True, _s15,
-           _build_sym(False)),
+           _build_sym(False), feasible="sym"),
     Method("dgg-prox", "reparam", "prox-SGD (Domke-Gower-Garrigos 2023)", False, _dgg_rule,
            _build_apg("entropy"), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]"),
     Method("dgg-stl", "stl", "projected SGD, sigma_min(C) >= beta^-1/2 (DGG 2023)", False,
-           _dgg_rule, _build_sym(True), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]"),
+           _dgg_rule, _build_sym(True), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]",
+           feasible="sym-floor"),
     Method("price-spgd", "price", "prox-SGD with Price's gradient (Kim et al. 2026)", False, _sp,
            _build_apg("entropy"), baseline=True, description="eta = 1/(alpha s_p^2) [U]"),
     Method("fb-gvi", "price", "Bures-Wasserstein forward-backward (Diao et al. 2023)", False,

@@ -84,9 +84,10 @@ def test_bad_input_is_named():
         from_potential(lambda x: x @ x, 2, alpha=0.0, beta=1.0)
     with pytest.raises(TargetError, match="alpha <= beta"):
         from_potential(lambda x: x @ x, 2, alpha=2.0, beta=1.0)
-    no_bounds = from_potential(lambda x: x @ x, 2)
-    with pytest.raises(TargetError, match="curvature bounds"):
-        fit(no_bounds, "stl-proj", num_steps=1)
+    no_bounds = from_potential(lambda x: x @ x, 2)  # bounds now estimated, not required
+    res = fit(no_bounds, "stl-proj", num_steps=50, batch_size=4)
+    assert res.bounds["estimated"] and res.curvature["lambda_max"][0] == pytest.approx(2.0)
+    np.testing.assert_allclose(res.cov, 0.5 * np.eye(2), atol=1e-8)  # Laplace start is exact
     no_expect = from_potential(lambda x: 0.5 * x @ x, 2, alpha=1.0, beta=1.0)
     with pytest.raises(TargetError, match="exact Gaussian expectations"):
         fit(no_expect, "exact-apg", num_steps=1)

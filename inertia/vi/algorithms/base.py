@@ -1,7 +1,7 @@
 """Kernel interface shared by the VI algorithms (BlackJAX style: State/Info, init, step)."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Optional
 
 import jax.numpy as jnp
 
@@ -16,18 +16,21 @@ class VIState(NamedTuple):
 
 
 class VIInfo(NamedTuple):
-    """Per-step diagnostics: whether the new iterate is finite."""
+    """Per-step diagnostics: whether the new iterate is finite; whether momentum was restarted."""
 
     finite: jnp.ndarray
+    restarted: jnp.ndarray | bool = False
 
 
 class Kernel(NamedTuple):
-    """`init(m0, A0) -> state`, `step(state, key) -> (state, info)`, `gaussian(state) -> (m, cov)`."""
+    """`init(m0, A0) -> state`, `step(state, key) -> (state, info)`, `gaussian(state) -> (m, cov)`;
+    `lookahead(state) -> (m, A)`: the point where the next gradient is taken (accelerated kernels)."""
 
     init: Callable
     step: Callable
     gaussian: Callable
     coords: str
+    lookahead: Optional[Callable] = None
 
 
 def finite(*arrays):
