@@ -87,7 +87,7 @@ def test_every_option_has_help_and_shows_its_default():
 
 def test_fit_defaults():
     a = build_parser().parse_args(["fit", "--model", "gaussian-kappa", "--method", "stl-proj"])
-    assert (a.batch_size, a.steps, a.seed) == (None, 2000, 0)  # None: automatic (16)
+    assert (a.batch_size, a.steps, a.seed) == (None, None, 0)  # None: vi.fit's automatic choice
 
 
 @pytest.mark.parametrize("argv, words", [

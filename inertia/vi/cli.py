@@ -40,9 +40,11 @@ def add_parser(sub):
     p.add_argument("--no-accel", action="store_true",
                    help="run the non-accelerated twin (same estimator and step, no momentum)")
     p.add_argument("--batch-size", type=positive_int, default=None,
-                   help="Monte Carlo draws per update b (default: automatic, 16; exact-apg "
-                        "draws none)")
-    p.add_argument("--steps", type=positive_int, default=2000, help="number of updates")
+                   help="Monte Carlo draws per update b (default: automatic, chosen from the "
+                        "method and dimension by vi.fit; exact-apg draws none)")
+    p.add_argument("--steps", type=positive_int, default=None,
+                   help="number of updates (default: vi.fit's, 1000 with the paper's bounds; "
+                        "automatic mode stops by its rule, at most 20000)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
     p.add_argument("--checkpoint-every", type=positive_int, default=None,
                    help="record the gap every this many updates (default: steps / 100)")
@@ -63,8 +65,6 @@ def run(args) -> int:
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None:
             check_output_file(path, option)
-    if args.batch_size is None:
-        args.batch_size = 16  # automatic: exact-apg ignores it
     from ..targets.zoo import make_target
     from .fit import fit
     from .registry import METHODS
@@ -74,8 +74,8 @@ def run(args) -> int:
     accelerated = False if args.no_accel else METHODS[args.method].accelerable
     if not args.quiet:
         print(f"inertia fit: {target.name} (d = {target.dim}, kappa = {target.kappa:.4g}), "
-              f"{args.method} {'accelerated' if accelerated else 'plain'}, b = {args.batch_size}, "
-              f"{args.steps} steps", file=sys.stderr)
+              f"{args.method} {'accelerated' if accelerated else 'plain'}, b = {args.batch_size or 'auto'}, "
+              f"{args.steps or 'default'} steps", file=sys.stderr)
     t0 = time.perf_counter()
     res = fit(target, args.method, accelerated=accelerated, batch_size=args.batch_size,
               num_steps=args.steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
