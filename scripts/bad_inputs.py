@@ -429,14 +429,17 @@ def judge(r: dict) -> tuple[str, str]:
         raised = [ln for ln in err_lines
                   if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)(:|$)", ln)]
         last = raised[-1] if raised else (err_lines[-1] if err_lines else "")
-        warns = [ln for ln in err_lines if "Warning" in ln]
-        if r["rc"] == 0:
-            ok = expect in ("ok",)
-            return ("pass" if ok else "FAIL: silent"), (out_lines[-1] if out_lines else "(no output)")
+        warns = [ln.strip() for ln in err_lines if "Warning:" in ln]
+        shown = warns[0] if warns else (out_lines[-1] if out_lines else "(no output)")
+        if r["rc"] == 0:  # warn-or-error cases assert in their code that the run was flagged
+            ok = expect in ("ok", "warn-or-error")
+            return ("pass" if ok else "FAIL: silent"), shown
         name = last.split(":", 1)[0].rsplit(".", 1)[-1]
         if expect == "warn-or-error":
-            ok = name not in ("AssertionError",)
-            return ("pass" if ok else "FAIL: silent wrong answer"), last
+            if name == "AssertionError":
+                return "FAIL: silent wrong answer", last
+            bug = name in ("AttributeError", "NameError", "IndexError", "UnboundLocalError")
+            return ("FAIL: internal error" if bug else "pass"), last
         return ("pass" if name == expect else f"FAIL: raised {name}"), last
     msg_lines = [ln for ln in err_lines if not ln.lstrip().startswith(("step ", "[", "usage:"))
                  and not ln.startswith(" ")]
