@@ -88,7 +88,11 @@ CASES = [
     ("unknown top-level option", "cli", "--bogus fit", "error", ""),
     # fit: arguments
     ("fit without --model", "cli", "fit --method stl-proj", "error", ""),
-    ("fit without --method", "cli", "fit --model gaussian-kappa", "error", ""),
+    ("fit without --method (automatic)", "cli",
+     "fit --model gaussian-kappa --dim 3 --kappa 10 --steps 300 --quiet", "ok", ""),
+    ("fit --tol 0", "cli", f"{FIT} --tol 0", "error", ""),
+    ("fit --model file that does not exist", "cli",
+     "fit --model nofile.py:model --method stl-proj --quiet", "error", ""),
     ("fit unknown model", "cli", "fit --model gauss --method stl-proj", "error", ""),
     ("fit unknown method", "cli", "fit --model gaussian-kappa --method sgd", "error", ""),
     ("fit unknown data set", "cli", "fit --model logistic --data iris --method stl-proj",

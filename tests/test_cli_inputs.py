@@ -97,7 +97,7 @@ def test_fit_defaults():
      "--checkpoint-every: must be >= 1"),
     (["fit", "--model", "gaussian-kappa", "--method", "stl-proj", "--batch-size", "0"],
      "--batch-size: must be >= 1"),
-    (["fit", "--model", "logistic", "--data", "nope", "--method", "stl-proj"], "invalid choice"),
+    (["fit", "--model", "gaussian-kappa", "--method", "sgd"], "invalid choice"),
     (["calibrate", "--csv", "x.csv", "--response", "y", "--model", "linear", "--batch-size", "4",
       "--steps", "10", "--chains", "0"], "--chains: must be >= 1"),
     (["calibrate", "--csv", "x.csv", "--response", "y", "--model", "linear", "--batch-size", "4",

@@ -217,15 +217,29 @@ def _with_intercept(X, intercept):
     return np.hstack([np.ones((X.shape[0], 1)), X]) if intercept else X
 
 
-def logistic_regression(X, y, *, prior_scale=1.0, intercept=True, name=None) -> Target:
+def logistic_regression(X, y, *, prior_scale=1.0, intercept=True, name=None,
+                        feature_names=None) -> Target:
     """Bayesian logistic regression, prior N(0, prior_scale^2 I); beta = 1/s0^2 + lambda_max(X^T X)/4."""
     Xd = _with_intercept(X, intercept)
-    return glm_target(Xd, y, link="logistic", prior_precision=1.0 / prior_scale**2,
-                      name=name or f"logistic(n={Xd.shape[0]},d={Xd.shape[1]})")
+    t = glm_target(Xd, y, link="logistic", prior_precision=1.0 / prior_scale**2,
+                   name=name or f"logistic(n={Xd.shape[0]},d={Xd.shape[1]})")
+    return _named(t, feature_names, intercept)
 
 
-def probit_regression(X, y, *, prior_scale=1.0, intercept=True, name=None) -> Target:
+def probit_regression(X, y, *, prior_scale=1.0, intercept=True, name=None,
+                        feature_names=None) -> Target:
     """Bayesian probit regression, prior N(0, prior_scale^2 I); beta = 1/s0^2 + lambda_max(X^T X)."""
     Xd = _with_intercept(X, intercept)
-    return glm_target(Xd, y, link="probit", prior_precision=1.0 / prior_scale**2,
-                      name=name or f"probit(n={Xd.shape[0]},d={Xd.shape[1]})")
+    t = glm_target(Xd, y, link="probit", prior_precision=1.0 / prior_scale**2,
+                   name=name or f"probit(n={Xd.shape[0]},d={Xd.shape[1]})")
+    return _named(t, feature_names, intercept)
+
+
+def _named(target, feature_names, intercept):
+    """Attach parameter names (`intercept` first) when the predictors are named."""
+    if feature_names is None:
+        return target
+    names = (["intercept"] if intercept else []) + [str(n) for n in feature_names]
+    if len(names) != target.dim:
+        raise TargetError(f"{len(feature_names)} feature names for {target.dim} coefficients")
+    return target.replace(info={**target.info, "names": names})

@@ -63,8 +63,11 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
         return {k: jnp.reshape(v, lead + v.shape[1:]) for k, v in out.items()}
 
     label = name or f"numpyro:{getattr(model, '__name__', 'model')}"
-    extra = {"constrain": constrain, "postprocess": postprocess_fn,
-             "sites": {k: tuple(jnp.shape(v)) for k, v in z0.items()}, "init": flat0}
+    from ..posterior import site_names
+
+    sites = {k: tuple(jnp.shape(v)) for k, v in z0.items()}
+    extra = {"constrain": constrain, "postprocess": postprocess_fn, "sites": sites, "init": flat0,
+             "names": site_names(sites)}
     return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra)
 
 

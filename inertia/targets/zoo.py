@@ -7,12 +7,19 @@ MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 
 
 def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: float = 300.0,
-                prior_scale: float = 1.0) -> Target:
-    """Build a CLI model: the kappa-family Gaussian, a Bayesian GLM on a data set, or graph-probit.
+                prior_scale: float = 1.0, response: str | None = None) -> Target:
+    """Build a CLI model: the kappa-family Gaussian, a Bayesian GLM on a data set, graph-probit, or
+    a user's model file ("FILE.py:NAME", data from a CSV's columns).
 
     GLMs use standardised predictors with an intercept column and prior N(0, prior_scale^2 I);
-    `data` defaults to "wdbc" (scikit-learn's breast cancer data, no cache needed).
+    `data` is a built-in name (default "wdbc") or a CSV path with `response` naming its binary
+    response column. Coefficients are named `intercept` and the predictor columns.
     """
+    if model.endswith(".py") or ".py:" in model:
+        from ..data.csv import read_columns
+        from .modelfile import target_from_file
+
+        return target_from_file(model, read_columns(data) if data else None)
     if model == "gaussian-kappa":
         from .gaussian import kappa_family
 
@@ -21,10 +28,15 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
         from ..data import load_dataset
         from .glm import logistic_regression, probit_regression
 
-        ds = load_dataset(data or "wdbc")
+        if data is not None and (data.endswith(".csv") or "/" in data):
+            from ..data.csv import load_csv
+
+            ds = load_csv(data, response)
+        else:
+            ds = load_dataset(data or "wdbc")
         build = logistic_regression if model == "logistic" else probit_regression
         return build(ds.X, ds.y, prior_scale=prior_scale, intercept=True,
-                     name=f"{model}-{ds.name}")
+                     name=f"{model}-{ds.name}", feature_names=ds.feature_names)
     if model == "graph-probit":
         from .graph_probit import graph_probit_dataset
 

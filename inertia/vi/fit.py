@@ -125,14 +125,32 @@ class FitResult:
             "averaged": self.averaged, "restarts": self.restarts,
         }
 
+    def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
+        """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
+        models (Monte Carlo over `num_draws` draws of q; all seeds pooled)."""
+        from ..posterior import named_draws, summarize
+
+        draws = self.sample(jax.random.PRNGKey(seed), num_draws).reshape(-1, self.dim)
+        return summarize(named_draws(draws, self.names, self.constrain))
+
+    def table(self, **kw) -> str:
+        """The summary as an aligned text table."""
+        from ..posterior import format_table
+
+        return format_table(self.summary(**kw))
+
     def to_arviz(self, num_draws: int = 1000, seed: int = 0):
-        """Draws from q as an ArviZ object with groups posterior (chain = seed)."""
+        """Draws from q as an ArviZ object with groups posterior (chain = seed), named by site
+        (NumPyro models) or by the target's parameter names."""
         from ..arviz_io import to_arviz_draws  # optional dependency
+        from ..posterior import flat_names
 
         draws = self.sample(jax.random.PRNGKey(seed), num_draws)
         if draws.ndim == 2:
             draws = draws[None]
-        return to_arviz_draws(draws)
+        if self.constrain is not None:
+            return to_arviz_draws({k: np.asarray(v) for k, v in self.constrain(draws).items()})
+        return to_arviz_draws(draws, flat_names(self.dim, self.names))
 
 
 def _num(v):
@@ -201,6 +219,8 @@ def to_coords(F, coords):
     return F
 
 
+AVERAGING_FACTOR = 4  # averaging runs 4x as many updates as it took to reach the plateau
+AVERAGING_STEP_DECAY = 4.0  # the averaging phase runs at a quarter of the step: a smaller bias
 MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
 
 
@@ -304,8 +324,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
                      len(seeds))
-    every = int(checkpoint_every or (max(1, min(num_steps // 100 or 1, 50 * target.dim))
-                                     if opts.tol is not None else max(1, num_steps // 100 or 1)))
+    every = int(checkpoint_every or (runner.auto_every(opts.window) if opts.tol is not None
+                                     else max(1, num_steps // 100 or 1)))
     m0, A0 = _initial(target, init, runner.kernel.coords)
     return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
                       max_recoveries, prep.curvature)
@@ -349,6 +369,13 @@ class _Runner:
         self.kernel = kernel
         self.run_block = _block_fn(kernel)
         self.compiled = {}
+
+    def auto_every(self, window):
+        """Checkpoint spacing for the stopping rule: a window spans ~4 s updates (s: the
+        acceleration parameter; 1 / (eta alpha) for plain methods), the scale of one contraction."""
+        s = self.rule.s if (self.accelerated and self.rule.s) else 1.0 / (
+            self.rule.eta * self.target.alpha)
+        return int(min(max(1, round(4.0 * s / window)), 1000))
 
     def _compiled(self, state, n, length):
         if (n, length) not in self.compiled:
@@ -446,12 +473,24 @@ class _Runner:
                 _progress(rec, num_steps, elapsed)
             if rule is not None and any(rule.update(rec.seed_mean_draws(i))
                                         for i in range(-good, 0)):
-                stopped = {"step": rec.steps[-1], "reason": "objective converged",
-                           "decrease": rule.decrease, "stderr": rule.stderr,
-                           "window_checkpoints": opts.window}
+                verdict = {"step": rec.steps[-1], "decrease": rule.decrease,
+                           "stderr": rule.stderr, "window_checkpoints": opts.window}
+                if opts.average and rec.avg_start is None:  # plateau: average from here on
+                    self.events.append({"event": "averaging", **verdict})
+                    rec.start_averaging()
+                    rule = StoppingRule(opts.tol, opts.window, confident=True)
+                    self.eta_scale /= AVERAGING_STEP_DECAY  # smaller steps: a smaller bias
+                    self._build()
+                    kernel = self.kernel
+                    until = min(num_steps, rec.steps[-1] * (1 + AVERAGING_FACTOR))
+                    queue = [q for q in queue if q[0] < until]
+                    continue
+                stopped = {"reason": "objective converged", **verdict}
                 break
-        averaged = rec.average_tail(opts.window + 1) if (opts.average and stopped) else None
-        return rec.result(self, seeds, diverged, stopped, averaged, restarts, curvature)
+        if stopped is None and diverged is None and rec.avg_start is not None:
+            stopped = {"reason": "averaging finished", "step": rec.steps[-1],
+                       "averaging_from": rec.avg_start}
+        return rec.result(self, seeds, diverged, stopped, restarts, curvature)
 
 
 def _keys(seeds, num_steps, attempt):

@@ -67,15 +67,17 @@ class StoppingRule:
     checkpoints: the objective has converged to within its Monte Carlo resolution (or to `tol`).
 
     `tol` is in nats; `min_checkpoints` keeps the rule from firing during the first transient.
+    `confident=True`: stop only when |decrease| + z s.e. < tol (the change is resolved below tol).
     """
 
     def __init__(self, tol: float = 1e-4, window: int = 10, z: float = 2.0,
-                 min_checkpoints: Optional[int] = None):
+                 min_checkpoints: Optional[int] = None, confident: bool = False):
         if not tol >= 0:
             raise ValueError(f"tol must be >= 0 nats, got {tol}")
         if window < 1:
             raise ValueError(f"window must be a positive number of checkpoints, got {window}")
         self.tol, self.window, self.z = float(tol), int(window), float(z)
+        self.confident = bool(confident)
         self.min_checkpoints = int(min_checkpoints if min_checkpoints is not None else 2 * window)
         self.draws: list = []
         self.decrease: Optional[float] = None
@@ -84,12 +86,15 @@ class StoppingRule:
     def update(self, draws: np.ndarray) -> bool:
         """Feed one checkpoint's per-draw values (seeds averaged); True when the run should stop."""
         self.draws.append(np.asarray(draws, dtype=float))
+        self.draws[:-self.window - 1] = [None] * len(self.draws[:-self.window - 1])
         if len(self.draws) <= max(self.window, self.min_checkpoints - 1):
             return False
         old, new = self.draws[-1 - self.window], self.draws[-1]
         if not (np.all(np.isfinite(old)) and np.all(np.isfinite(new))):
             return False
         self.decrease, self.stderr = paired_difference(old, new)
+        if self.confident:  # only a change that is surely below tol
+            return abs(self.decrease) + self.z * self.stderr < self.tol
         return self.decrease < max(self.tol, self.z * self.stderr)
 
 

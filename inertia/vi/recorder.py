@@ -22,6 +22,7 @@ class _Recorder:
         self.ref = obj.reference(target) if self.do_eval else None
         self.monitor = ObjectiveMonitor(target, kernel.coords, num_draws=monitor_draws,
                                         seed=seed) if monitor else None
+        self.monitor_args = (target, kernel.coords, monitor_draws, seed)
         self.to_cov = jax.jit(jax.vmap(jax.vmap(
             lambda m, A: kernel.gaussian(VIState(m, A, m, A))[1])))
         self.steps, self.seconds, self.snap_m = [], [], []
@@ -29,6 +30,19 @@ class _Recorder:
         self.est_value, self.est_se, self.est_bad, self.est_draws = [], [], [], []
         self.tail = collections.deque(maxlen=TAIL)
         self.last_A = None
+        self.final = None  # the (m, A) the last history row describes
+        self.avg_sum, self.avg_count, self.avg_start = None, 0, None
+        self.phase = []  # per checkpoint: 0 = iterate, 1 = running average of iterates
+
+    def start_averaging(self):
+        """From now on each checkpoint reports the running average of the iterates since here
+        (Polyak-Ruppert averaging; F is convex in (m, A), so the average beats the mean F)."""
+        self.avg_sum = None
+        self.avg_count = 0
+        self.avg_start = self.steps[-1]
+        if self.monitor is not None:  # averaged iterates move less: resolve finer differences
+            target, coords, draws, seed = self.monitor_args
+            self.monitor = ObjectiveMonitor(target, coords, num_draws=4 * draws, seed=seed)
 
     def _evaluate(self, ms, As):
         """Gaps (exact) and monitor estimates for stacked checkpoints (k, seeds, ...)."""
@@ -54,6 +68,18 @@ class _Recorder:
         """Append checkpoints; returns the index of the first whose q-draws meet a non-finite V."""
         if len(steps) == 0:
             return None
+        raw_ms, raw_As = ms, As
+        if self.avg_start is not None:
+            m_list, A_list = [], []
+            for i in range(len(steps)):
+                if self.avg_sum is None:
+                    self.avg_sum = [np.zeros_like(ms[i]), np.zeros_like(As[i])]
+                self.avg_sum[0] = self.avg_sum[0] + ms[i]
+                self.avg_sum[1] = self.avg_sum[1] + As[i]
+                self.avg_count += 1
+                m_list.append(self.avg_sum[0] / self.avg_count)
+                A_list.append(self.avg_sum[1] / self.avg_count)
+            ms, As = np.stack(m_list), np.stack(A_list)
         gaps, objs, est = self._evaluate(ms, As)
         bad = None
         if est is not None and np.any(est[2] > 0):
@@ -65,7 +91,9 @@ class _Recorder:
             self.steps.append(int(steps[i]))
             self.seconds.append(float(secs[i]))
             self.snap_m.append(ms[i])
-            self.tail.append((ms[i], As[i]))
+            self.tail.append((raw_ms[i], raw_As[i]))
+            self.final = (ms[i], As[i])
+            self.phase.append(int(self.avg_start is not None))
             if gaps is not None:
                 self.gap_rows.append(gaps[i])
                 self.obj_rows.append(objs[i])
@@ -75,7 +103,7 @@ class _Recorder:
                 self.est_bad.append(est[2][i])
                 self.est_draws.append(est[3][i])
         if keep:
-            self.last_A = As[keep - 1]
+            self.last_A = raw_As[keep - 1]
         return bad
 
     def seed_mean_draws(self, i):
@@ -90,35 +118,19 @@ class _Recorder:
             A = jnp.linalg.cholesky(A)
         return jax.vmap(kernel.init)(jnp.asarray(m), A)
 
-    def average_tail(self, count):
-        """Average the last `count` snapshots' (m, A); keep it when F_hat says it is better."""
-        if self.monitor is None or len(self.tail) < 2:
-            return None
-        snaps = list(self.tail)[-count:]
-        m_avg = np.mean([s[0] for s in snaps], axis=0)
-        A_avg = np.mean([s[1] for s in snaps], axis=0)
-        _, _, est = self._evaluate(m_avg[None], A_avg[None])
-        f_avg = float(np.nanmean(est[0][0])) if np.all(np.isfinite(est[0][0])) else np.inf
-        f_last = float(np.nanmean(self.est_value[-1]))
-        info = {"checkpoints": len(snaps), "objective_last": f_last, "objective_average": f_avg,
-                "used": bool(f_avg < f_last)}
-        if info["used"]:
-            self.add_block([self.steps[-1]], [self.seconds[-1]], m_avg[None], A_avg[None])
-        return info
-
     def history(self, g_per, h_per):
         steps = np.asarray(self.steps)
         h = {"step": steps, "gap": np.asarray(self.gap_rows) if self.do_eval else None,
              "objective": np.asarray(self.obj_rows) if self.do_eval else None,
              "grad_evals": steps * g_per, "hvp_evals": steps * h_per,
-             "seconds": np.asarray(self.seconds)}
+             "seconds": np.asarray(self.seconds), "averaged": np.asarray(self.phase, dtype=bool)}
         if self.monitor is not None:
             h["objective_estimate"] = np.asarray(self.est_value)
             h["objective_stderr"] = np.asarray(self.est_se)
             h["nonfinite_fraction"] = np.asarray(self.est_bad)
         return h
 
-    def result(self, runner, seeds, diverged, stopped, averaged, restarts, curvature):
+    def result(self, runner, seeds, diverged, stopped, restarts, curvature):
         from .fit import FitResult
         from .registry import momentum
 
@@ -127,7 +139,7 @@ class _Recorder:
         if curvature is not None:  # the bound estimation's queries are part of the run's cost
             history["grad_evals"] = history["grad_evals"] + curvature.grad_evals
             history["hvp_evals"] = history["hvp_evals"] + curvature.hvp_evals
-        final_m, last_A = self.tail[-1]
+        final_m, last_A = self.final
         final_cov = np.asarray(self.to_cov(jnp.asarray(final_m)[None],
                                            jnp.asarray(last_A)[None]))[0]
         coords = self.kernel.coords
@@ -149,6 +161,8 @@ class _Recorder:
             bounds={"alpha": self.target.alpha, "beta": self.target.beta,
                     "estimated": curvature is not None,
                     "feasible_set": list(runner.set_bounds)},
-            events=list(runner.events), stopped=stopped, averaged=averaged,
+            events=list(runner.events), stopped=stopped,
+            averaged=None if self.avg_start is None else {
+                "from_step": self.avg_start, "checkpoints": self.avg_count},
             restarts=int(restarts), names=self.target.info.get("names"),
             constrain=self.target.info.get("constrain"))
