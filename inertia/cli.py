@@ -278,6 +278,12 @@ def main(argv=None) -> int:
         if not _INTERRUPT["reported"]:
             _INTERRUPT["reported"] = True
             print(f"\n{_interrupt_line(args)}", file=sys.stderr)
+        if argv is None:
+            # an interrupted XLA computation may still run on other threads, and interpreter
+            # teardown under it can crash: leave at once (outputs are atomic or not yet written)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
     except (ValueError, OSError, KeyError, FloatingPointError, ImportError, MemoryError) as err:
         print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)
