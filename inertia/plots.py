@@ -37,9 +37,11 @@ def plot_fit(result, path, *, x="step"):
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
     h = result.history
-    if h["gap"] is None:
-        raise ValueError("this fit has no gap history (target without exact expectations)")
     xs = h["step"] if x == "step" else h["grad_evals"]
+    if h["gap"] is None:
+        if h.get("objective_estimate") is None:
+            raise ValueError("this fit has neither exact gaps nor an objective estimate")
+        return _plot_objective(result, xs, path, x, plt, fig, ax)
     gap_band(ax, xs, h["gap"], label=f"{result.method} ({'acc' if result.accelerated else 'plain'})",
              accelerated=result.accelerated)
     ax.set_xlabel("update" if x == "step" else "gradient queries")
@@ -51,6 +53,29 @@ def plot_fit(result, path, *, x="step"):
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return Path(path)
+
+
+def _plot_objective(result, xs, path, x, plt, fig, ax):
+    """F_hat(q_k) with a 2 s.e. band (common random numbers) when no exact gap exists."""
+    h = result.history
+    f = np.asarray(h["objective_estimate"], dtype=float).reshape(len(xs), -1).mean(axis=1)
+    se = np.asarray(h["objective_stderr"], dtype=float).reshape(len(xs), -1).mean(axis=1)
+    ax.plot(xs, f, color="C0", label=f"{result.method}: F_hat(q)")
+    ax.fill_between(xs, f - 2 * se, f + 2 * se, color="C0", alpha=0.25, label="2 s.e.")
+    avg = np.asarray(h.get("averaged", np.zeros(len(xs), bool)))
+    if avg.any():
+        ax.axvline(xs[int(np.argmax(avg))], color="grey", ls="--", label="averaging from here")
+    finite = np.isfinite(f)
+    if finite.sum() > 2:  # zoom on the converged part; the start can be far above
+        lo, hi = np.nanmin(f - 2 * se), np.nanpercentile(f[finite], 90)
+        ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
+    ax.set_xlabel("update" if x == "step" else "gradient queries")
+    ax.set_ylabel("F(q) = E_q V - H(q)  [nats, up to a constant]")
+    ax.set_title(f"{result.target_name}: b = {result.batch_size}")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    _save(fig, path)
     return Path(path)
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..vi import PAPER_METHODS, fit, get_method
+from ..vi.registry import FIELD_METHODS
 from . import hitting as ht
 from ._runner import CellStore, cell_key, dump_json, markdown_table, run_cells, write_text
 
@@ -28,11 +29,11 @@ THRESHOLDS = (1e-2, 1e-3, 1e-4, 1e-5)  # Table 4 (1e-3 and 1e-4 inferred, spec Â
 EXACT_ON_GAUSSIANS = ("fd", "paired")  # samplewise exact estimators: one seed suffices (App. D.1)
 
 KAPPA = {"full": dict(kappas=(10, 30, 100, 300, 1000, 3000), dim=8, batch=64, budget=120,
-                      threshold=1e-6, seeds=SEEDS),
+                      threshold=1e-6, seeds=SEEDS, field=tuple(FIELD_METHODS), field_steps=300),
          "quick": dict(kappas=(10, 30, 100), dim=8, batch=64, budget=90, threshold=1e-6,
-                       seeds=SEEDS)}
+                       seeds=SEEDS, field=(), field_steps=300)}
 GAUSS = {"full": dict(kappa=300, dim=8, batches=(1, 8, 64), num_steps=6000, every=1,
-                      methods=PAPER_METHODS, threshold=1e-6, seeds=SEEDS),
+                      methods=(*PAPER_METHODS, *FIELD_METHODS), threshold=1e-6, seeds=SEEDS),
          "quick": dict(kappa=300, dim=8, batches=(8,), num_steps=600, every=5,
                        methods=("stl-proj", "fd-proj", "svrgvi"), threshold=1e-6, seeds=SEEDS)}
 GRAPH = {"full": dict(datasets=DATASETS, batches=(1, 8, 64, 256), num_steps=600, every=10,
@@ -54,9 +55,10 @@ def _config(table: dict, quick: bool, options: dict) -> dict:
         if key in options and options[key] is not None:
             val = options[key]
             cfg[key] = tuple(val) if isinstance(val, (list, tuple)) else val
-    unknown = [m for m in cfg.get("methods", ()) if m not in PAPER_METHODS]
+    known = list(PAPER_METHODS) + FIELD_METHODS
+    unknown = [m for m in (*cfg.get("methods", ()), *cfg.get("field", ())) if m not in known]
     if unknown:
-        raise ValueError(f"unknown methods {unknown}; available: {', '.join(PAPER_METHODS)}")
+        raise ValueError(f"unknown methods {unknown}; available: {', '.join(known)}")
     bad = [d for d in cfg.get("datasets", ()) if d not in DATASETS]
     if bad:
         raise ValueError(f"unknown datasets {bad}; available: {', '.join(DATASETS)}")
@@ -80,7 +82,7 @@ def label(method: str, acc: bool) -> str:
 def _color(method: str):
     import matplotlib
 
-    names = list(PAPER_METHODS)
+    names = list(PAPER_METHODS) + FIELD_METHODS
     return matplotlib.colormaps["tab20"](names.index(method) % 20)
 
 
@@ -274,6 +276,13 @@ def run_kappa_scaling(out, quick=False, **options) -> dict:
                             int(cfg["budget"] * kappa), max(1, kappa // 30), cfg["seeds"])
             cells.append((key, fn))
             index[(kappa, acc)] = key
+    findex = {}  # the field's affine-invariant methods: a fixed, kappa-free budget
+    for kappa in cfg["kappas"]:
+        for method in cfg["field"]:
+            key, fn = _cell("kappa", kappa, method, False, cfg["batch"], cfg["field_steps"], 1,
+                            cfg["seeds"])
+            cells.append((key, fn))
+            findex[(kappa, method)] = key
     res = _run_cells(store, cells, "kappa-scaling", options)
     hits = {k: ht.hitting_time(*_arrays(res[key])[:2], cfg["threshold"], relative=False)
             for k, key in index.items()}
@@ -294,9 +303,20 @@ def run_kappa_scaling(out, quick=False, **options) -> dict:
               {"acc": 0.5, "plain": 1.0}[k]] for k, s in slopes.items()]
     md.append(markdown_table(["variant", "log-log slope", "stderr", "95 % interval", "points",
                               "theory"], srows, floatfmt=".4g"))
+    if cfg["field"]:
+        fhits = {k: ht.hitting_time(*_arrays(res[key])[:2], cfg["threshold"], relative=False)
+                 for k, key in findex.items()}
+        frows = [[k] + [fhits[(k, f)] for f in cfg["field"]] for k in cfg["kappas"]]
+        md += ["\n\nThe field's methods (FIELD-VI.md, default steps, b = "
+               f"{cfg['batch']}, budget {cfg['field_steps']} updates): first update with 5-seed "
+               "mean gap <= 1e-6.\n\n",
+               markdown_table(["kappa", *cfg["field"]], frows)]
+        summary_field = [[k, f, fhits[(k, f)]] for (k, f) in fhits]
+    else:
+        summary_field = []
     _plot_kappa(out, cfg, res, index, hits, slopes)
     summary = {"config": cfg, "hits": [[k, a, hits[(k, a)]] for (k, a) in hits],
-               "slopes": slopes, "rows": rows,
+               "slopes": slopes, "rows": rows, "field_hits": summary_field,
                "cells": {key: {k: v for k, v in res[key].items() if k not in ("gap", "steps",
                                                                                  "grad_evals",
                                                                                  "hvp_evals")}

@@ -4,11 +4,12 @@ from .kernels import (REGISTRY, Info, KineticState, LangevinState, Method, Param
                       hfhr_rm, klmc, ula, uld_rm)
 from .nag import hfhr_euler_step, nag_sc, nag_to_hfhr
 from .sample import SampleResult, sample
-from .tuning import default_parameters, tune_gaussian
+from .tuning import default_parameters, tune_ess, tune_gaussian
+from .gaussian import chain_statistics
 
 __all__ = [
     "sample", "SampleResult", "REGISTRY", "get_method", "Method", "Params", "Info", "KineticState",
     "LangevinState", "hfhr", "klmc", "ula", "hfhr_rm", "uld_rm", "GaussianDiagnostics", "StationaryLaw", "affine_map",
     "propagate", "stationary_affine", "w2_gaussian", "nag_sc", "nag_to_hfhr", "hfhr_euler_step",
-    "default_parameters", "tune_gaussian",
+    "default_parameters", "tune_gaussian", "tune_ess", "chain_statistics",
 ]

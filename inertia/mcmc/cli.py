@@ -1,72 +1,86 @@
-"""`inertia sample`: run HFHR / KLMC / ULA chains on a built-in model; JSON with moments and exact W2."""
+"""`inertia sample`: HFHR / KLMC / ULA chains on a built-in model, tuned automatically, with diagnostics.
+
+Exit status: 0 when every parameter has R-hat <= 1.01 and bulk ESS >= 100 and no draw has a
+non-finite potential or gradient; 3 when not (unless --allow-unconverged); 2 on errors.
+"""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
+import numpy as np
 
-MODELS = ("gaussian-kappa", "logistic")
+MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
+# the registry's names, listed here so that parsing needs no JAX (tests check they agree)
+METHODS = ("hfhr", "hfhr-split", "klmc", "ula", "hfhr-rm", "uld-rm")
+EXIT_UNCONVERGED = 3
 
 
 def build_model(args):
-    """The target named by --model (gaussian-kappa: --dim --kappa; logistic: --data NAME)."""
-    import numpy as np
-
+    """(target, parameter names) for --model: gaussian-kappa (--dim --kappa --model-seed), a GLM on
+    --data (built-in name or CSV with --response), graph-probit, or FILE.py:NAME (a user's model,
+    CSV columns from --data). Names come from the target (`intercept` and columns, NumPyro sites)."""
     if args.model == "gaussian-kappa":
         from inertia.targets import kappa_family
 
-        return kappa_family(args.dim, args.kappa, seed=args.model_seed)
-    if args.model == "logistic":
-        if not args.data:
-            raise ValueError("--model logistic needs --data NAME (e.g. wdbc, german, sonar)")
-        from inertia.data import load_dataset
-        from inertia.targets import logistic_regression
+        return kappa_family(args.dim, args.kappa, seed=args.model_seed), None
+    if args.model in ("logistic", "probit") and not args.data:
+        raise ValueError(f"--model {args.model} needs --data NAME or PATH.csv (e.g. wdbc, german)")
+    from inertia.targets import make_target
 
-        ds = load_dataset(args.data, standardize=True)
-        if set(np.unique(ds.y).tolist()) - {0.0, 1.0, -1.0}:
-            raise ValueError(f"data set {args.data!r} is not a binary classification set")
-        return logistic_regression(ds.X, ds.y, prior_scale=args.prior_scale,
-                                   name=f"logistic-{args.data}")
-    raise ValueError(f"unknown model {args.model!r}; choose from {', '.join(MODELS)}")
+    target = make_target(args.model, data=args.data, prior_scale=args.prior_scale,
+                         response=args.response)
+    return target, None
 
 
 def _run(args) -> int:
-    import numpy as np
+    import warnings
 
-    from .gaussian import GaussianDiagnostics
     from .kernels import REGISTRY
     from .sample import sample
 
-    if args.json not in (None, "-"):
-        from inertia.cli import check_output_file
+    target, names = build_model(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the verdict is printed below instead
+        res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma,
+                     alpha=args.alpha, num_chains=args.chains, num_steps=args.steps, seed=args.seed,
+                     thinning=args.thinning, progress=not args.quiet, precondition=args.precondition,
+                     bias_tol=args.bias_tol, target_ess=args.target_ess or None,
+                     max_steps=args.max_steps, names=names)
+    burn = args.burn_in
+    mean, cov = res.mean(burn), res.cov(burn)
+    dg = res.diagnostics
+    if burn is not None and burn != res.burn_in_default:
+        from .sample import diagnose_result
 
-        check_output_file(args.json, "--json")
-    if not 0 <= args.burn_in < 1:
-        raise ValueError(f"--burn-in is a fraction of the draws in [0, 1), got {args.burn_in}")
-    target = build_model(args)
-    res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma, alpha=args.alpha,
-                 num_chains=args.chains, num_steps=args.steps, seed=args.seed,
-                 thinning=args.thinning, progress=not args.quiet)
-    mean, cov = res.mean(args.burn_in), res.cov(args.burn_in)
+        res.burn_in_default = burn
+        dg = res.diagnostics = diagnose_result(target, res)
     out = {"model": target.name, "method": res.method, "params": res.params,
            "chains": res.num_chains, "steps": res.num_steps, "thinning": res.thinning,
-           "burn_in": args.burn_in, "grad_evals": res.grad_evals,
-           "grad_evals_total": res.grad_evals * res.num_chains, "mean": mean, "cov": cov}
-    try:
-        out["ess_min"] = float(np.min(res.ess(args.burn_in)))
-    except ImportError:
-        pass
+           "burn_in": res.burn_in_default, "grad_evals": res.grad_evals,
+           "warmup_grad_evals": res.warmup_grad_evals,
+           "grad_evals_total": (res.grad_evals + res.warmup_grad_evals) * res.num_chains,
+           "names": res.names, "mean": mean, "cov": cov, "tuning": res.tuning, "bias": res.bias,
+           "converged": bool(dg.converged) if dg is not None else None,
+           "diagnostics": dg.to_dict() if dg is not None else None}
+    if dg is not None:
+        out["ess_min"] = dg.min_ess_bulk
+        out["rhat_max"] = dg.worst_rhat
     info = getattr(target, "info", {}) or {}
-    if "precision" in info and REGISTRY[res.method].transition is not None:
+    manual = res.tuning is None
+    if manual and "precision" in info and REGISTRY[res.method].transition is not None:
+        from .gaussian import GaussianDiagnostics
+
         diag = GaussianDiagnostics(target)
-        curve = diag.w2_curve(res.method, num_steps=res.num_steps, **res.params)
-        st = diag.stationary(res.method, **res.params)
-        out["w2"] = curve
+        out["w2"] = diag.w2_curve(res.method, num_steps=res.num_steps, **res.params)
         out["w2_note"] = ("exact W2 between the chain's law at step k = 0..steps (q0 ~ N(0, I), "
                           "p0 ~ N(0, I)) and the target")
+        st = diag.stationary(res.method, **res.params)
         out["stationary_bias_w2"] = st.bias_w2
         out["contraction_rate"] = st.rate
-        out["mean_error"] = float(np.linalg.norm(mean - info["mean"]))
+    if "mean" in info:
+        out["mean_error"] = float(np.linalg.norm(mean - np.asarray(info["mean"])))
     if args.json is not None:
         from inertia.experiments._runner import _to_jsonable
 
@@ -78,58 +92,83 @@ def _run(args) -> int:
                 fh.write(text)
             print(f"wrote {args.json}", file=sys.stderr)
     if args.json != "-":
-        print(f"{out['model']}: {res.method} {res.params}, {res.num_chains} chains x {res.num_steps} "
-              f"steps, {res.grad_evals} gradient evaluations per chain")
-        k = min(target.dim, 5)
-        print("posterior mean (first %d): %s" % (k, np.array2string(mean[:k], precision=4)))
-        print("posterior sd   (first %d): %s" % (k, np.array2string(np.sqrt(np.diag(cov))[:k],
-                                                                     precision=4)))
-        if "ess_min" in out:
-            print(f"min ESS: {out['ess_min']:.0f}")
+        print(f"{out['model']}: " + res.report(max_rows=args.max_rows))
         if "w2" in out:
             print(f"exact W2 to target: start {out['w2'][0]:.4g}, end {out['w2'][-1]:.4g}, "
                   f"stationary bias {out['stationary_bias_w2']:.4g}, contraction rate "
                   f"{out['contraction_rate']:.6g}/step")
+    if dg is not None and not dg.converged:
+        if args.allow_unconverged:
+            print("warning: the chains have not converged (see above); exit status 0 because of "
+                  "--allow-unconverged", file=sys.stderr)
+            return 0
+        print("error: the chains have not converged (see above): the numbers are not to be trusted."
+              " Run longer (--target-ess, --max-steps), lower --bias-tol, or pass "
+              "--allow-unconverged to exit with status 0", file=sys.stderr)
+        return EXIT_UNCONVERGED
     return 0
+
+
+def _positive_int(text):
+    v = int(text)
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return v
+
+
+def _fraction(text):
+    v = float(text)
+    if not 0.0 <= v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return v
 
 
 def add_parser(subparsers):
     """Add `inertia sample` to the top-level parser."""
-    from inertia._names import CLASSIFICATION, MCMC_METHODS
-    from inertia.cli import Formatter, nonneg_int, positive_float, positive_int
-
     p = subparsers.add_parser(
-        "sample", help="sample a model with HFHR, KLMC or ULA", formatter_class=Formatter,
-        description="Run HFHR (Li, Zha & Tao 2022), kinetic Langevin (KLMC) or ULA chains; prints "
-                    "moments, ESS and, for Gaussian models, the exact W2 to the target. "
-                    "Methods (docs/hfhr.md): hfhr (exponential scheme), hfhr-split, hfhr-rm "
-                    "(randomised midpoint, two gradients a step), klmc and uld-rm (kinetic "
-                    "Langevin), ula (overdamped Langevin).")
-    p.add_argument("--model", choices=MODELS, default="gaussian-kappa",
-                   help="gaussian-kappa: Gaussian with condition number --kappa in --dim "
-                        "dimensions; logistic: Bayesian logistic regression on --data")
-    p.add_argument("--dim", type=positive_int, default=10, help="gaussian-kappa: dimension")
-    p.add_argument("--kappa", type=positive_float, default=100.0,
-                   help="gaussian-kappa: condition number")
+        "sample", help="sample a model with HFHR, KLMC or ULA (tuned automatically, diagnosed)",
+        description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--model", default="gaussian-kappa", metavar="MODEL",
+                   help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, or a log "
+                        "density NAME(params, data) with NAME_init in the file)")
+    p.add_argument("--dim", type=_positive_int, default=10, help="gaussian-kappa: dimension")
+    p.add_argument("--kappa", type=float, default=100.0, help="gaussian-kappa: condition number")
     p.add_argument("--model-seed", type=int, default=0, help="gaussian-kappa: rotation seed")
-    p.add_argument("--data", default=None, choices=CLASSIFICATION,
-                   help="logistic: data set name (no default; docs/data.md)")
-    p.add_argument("--prior-scale", type=positive_float, default=1.0, help="logistic: prior sd")
-    p.add_argument("--method", choices=sorted(MCMC_METHODS), default="hfhr", help="sampler")
-    p.add_argument("--step-size", type=positive_float, default=None,
-                   help="step h (default from the curvature bounds, see docs/hfhr.md)")
-    p.add_argument("--gamma", type=positive_float, default=None,
-                   help="friction (kinetic methods; default from the curvature bounds)")
-    p.add_argument("--alpha", type=float, default=None,
-                   help="HFHR coefficient alpha >= 0 (default from the curvature bounds)")
-    p.add_argument("--chains", type=positive_int, default=4, help="number of chains")
-    p.add_argument("--steps", type=positive_int, default=1000, help="steps per chain")
-    p.add_argument("--thinning", type=positive_int, default=1, help="keep every k-th draw")
-    p.add_argument("--burn-in", type=float, default=0.5, help="fraction of draws discarded")
+    p.add_argument("--data", default=None,
+                   help="built-in data set name (e.g. wdbc) or a CSV path (GLM predictors, or the "
+                        "columns passed to a model file)")
+    p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
+    p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
+    p.add_argument("--method", choices=METHODS, default="hfhr", help="sampler")
+    p.add_argument("--step-size", type=float, default=None,
+                   help="step h; when h, gamma and alpha are all omitted a warm-up chooses them "
+                        "(Laplace preconditioning, exact-Gaussian tuning, h vs h/2 bias check; see "
+                        "docs/hfhr.md)")
+    p.add_argument("--gamma", type=float, default=None, help="friction (kinetic methods)")
+    p.add_argument("--alpha", type=float, default=None, help="HFHR coefficient alpha >= 0")
+    p.add_argument("--precondition", choices=("auto", "laplace", "vi", "none"), default="auto",
+                   help="warm-up preconditioner x = m + L z: auto (Laplace; VI where the Laplace "
+                        "fit is unusable), laplace, vi (inertia.vi.fit, costlier), none")
+    p.add_argument("--bias-tol", type=float, default=0.03,
+                   help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
+    p.add_argument("--chains", type=_positive_int, default=4, help="number of chains")
+    p.add_argument("--steps", type=_positive_int, default=1000,
+                   help="steps per chain after warm-up (the first block when --target-ess is on)")
+    p.add_argument("--target-ess", type=float, default=400.0,
+                   help="run until every parameter has bulk ESS >= this and R-hat <= 1.01 "
+                        "(0: exactly --steps steps)")
+    p.add_argument("--max-steps", type=_positive_int, default=200_000,
+                   help="cap on steps per chain with --target-ess")
+    p.add_argument("--thinning", type=_positive_int, default=1, help="keep every k-th state")
+    p.add_argument("--burn-in", type=_fraction, default=None,
+                   help="fraction of draws discarded (default: 0 after a warm-up, else 0.5)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
+    p.add_argument("--allow-unconverged", action="store_true",
+                   help="exit 0 even when R-hat > 1.01, bulk ESS < 100 or non-finite draws")
+    p.add_argument("--max-rows", type=_positive_int, default=40,
+                   help="rows of the summary table (the least converged parameters are kept)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
-                   help="write JSON (mean, cov, grad_evals, exact w2 curve ...) to PATH, or to "
-                        "stdout without PATH")
+                   help="write JSON (mean, cov, diagnostics, tuning, bias, ...) to PATH or stdout")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=_run)
     return p

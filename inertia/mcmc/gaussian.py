@@ -280,3 +280,65 @@ class GaussianDiagnostics:
         bias = float(np.sqrt(np.sum((np.sqrt(var_q) - 1.0 / np.sqrt(self.lam)) ** 2)))
         return StationaryLaw(self.mean.copy(), 0.5 * (cov + cov.T), bias, rho,
                              rho ** (1.0 / m.grads_per_step))
+
+
+def chain_statistics(method, eigenvalues, *, step_size, gamma=None, alpha=None) -> dict:
+    """Exact stationary Var(q) and integrated autocorrelation times of q and q^2 per eigen-direction.
+
+    On V = lam q^2 / 2 the one-gradient chain is z' = A z + N(0, Q) with stationary S = A S A^T + Q;
+    the lag-j autocovariance of q is (A^j S)_11, so the integrated autocorrelation time of q is
+    tau_1 = (2 [(I - A)^{-1} S]_11 - S_11) / S_11, and, q being Gaussian, Cov(q_0^2, q_j^2) =
+    2 (A^j S)_11^2 = 2 (e1 x e1)^T (A x A)^j (S e1 x S e1) gives tau_2 with (I - A x A)^{-1}.
+    step_size, gamma, alpha may be arrays of one length n (a grid); results are shaped (n, d).
+    `tau_mean_geyer` is what Geyer's initial-positive-sequence estimator (ArviZ, NumPyro) reports
+    for q: the sum of the exact autocorrelations cut at the first negative pair (K lags at most;
+    beyond that the exact tau_mean). Unstable points (spectral radius >= 1) get infinite times.
+    """
+    m = _method(method)
+    lam = np.atleast_1d(np.asarray(eigenvalues, dtype=np.float64))
+    h = np.atleast_1d(np.asarray(step_size, dtype=np.float64))
+    n = h.shape[0]
+    g = np.broadcast_to(np.asarray(1.0 if gamma is None else gamma, dtype=np.float64), (n,))
+    a = np.broadcast_to(np.asarray(0.0 if alpha is None else alpha, dtype=np.float64), (n,))
+    A, Q = _maps_1d_grid(m, Params(jnp.asarray(h), jnp.asarray(g), jnp.asarray(a)), jnp.asarray(lam))
+    A, Q = np.asarray(A), np.asarray(Q)  # (n, d, k, k)
+    k = A.shape[-1]
+    rho = np.max(np.abs(np.linalg.eigvals(A)), axis=-1)
+    stable = rho < 1.0
+    A = np.where(stable[..., None, None], A, 0.0)  # placeholders keep the solves regular
+    I2 = np.eye(k * k)
+    AA = np.einsum("ndij,ndkl->ndikjl", A, A).reshape(n, lam.size, k * k, k * k)
+    S = np.linalg.solve(I2 - AA, Q.reshape(n, lam.size, k * k, 1)).reshape(n, lam.size, k, k)
+    s11 = S[..., 0, 0]
+    R = np.linalg.solve(np.eye(k) - A, S)
+    tau1 = (2.0 * R[..., 0, 0] - s11) / s11
+    s = S[..., :, 0]
+    ss = np.einsum("ndi,ndj->ndij", s, s).reshape(n, lam.size, k * k, 1)
+    sum2 = np.linalg.solve(I2 - AA, ss)[..., 0, 0]
+    tau2 = (2.0 * sum2 - s11**2) / s11**2
+    inf = np.full_like(s11, np.inf)
+    geyer = _geyer_tau(A, S, s11, tau1)
+    return {"var_q": np.where(stable, s11, np.nan), "tau_mean": np.where(stable, tau1, inf),
+            "tau_mean_geyer": np.where(stable, geyer, inf),
+            "tau_sq": np.where(stable, tau2, inf), "rate": rho,
+            "sd_error": np.where(stable, np.sqrt(np.abs(s11) * lam) - 1.0, np.nan)}
+
+
+def _geyer_tau(A, S, s11, exact, max_lags: int = 2000):
+    """Geyer's truncated sum of the exact autocorrelations rho_j = (A^j S)_11 / S_11 of q."""
+    v = S[..., :, 0] / s11[..., None]  # A^j v gives (A^j S)_{., 1} / S_11
+    total = np.zeros_like(s11)
+    alive = np.ones(s11.shape, dtype=bool)
+    prev = np.full_like(s11, np.inf)
+    for _ in range(max_lags // 2):
+        r0 = v[..., 0]
+        v = np.einsum("...ij,...j->...i", A, v)
+        pair = r0 + v[..., 0]
+        v = np.einsum("...ij,...j->...i", A, v)
+        pair = np.minimum(pair, prev)  # initial monotone sequence
+        alive &= pair > 0
+        total += np.where(alive, pair, 0.0)
+        prev = pair
+        if not alive.any():
+            break
+    return np.where(alive, exact, -1.0 + 2.0 * total)

@@ -7,6 +7,7 @@ import math
 import sys
 import time
 import warnings
+from typing import Optional
 
 import jax
 import jax.numpy as jnp
@@ -19,9 +20,13 @@ from .kernels import Method, Params, get_method
 class SampleResult:
     """Draws shaped (chain, draw, dim), per-step info shaped (chain, step), and the run's settings.
 
-    `grad_evals` counts gradient evaluations per chain (the initial gradient included).
-    `diverged_at[c]` is the 1-based step at which chain c produced a non-finite position or
-    gradient (0 if it never did); its later draws are NaN.
+    `grad_evals` counts gradient evaluations per chain of the sampling run (the initial gradient
+    included); `warmup_grad_evals` those of the warm-up (Gaussian fit, curvature HVPs counted as two
+    gradients, warm-up chains). `diverged_at[c]` is the 1-based step at which chain c produced a
+    non-finite position or gradient (0 if it never did); its later draws are NaN. `diagnostics`
+    (`inertia.diagnostics.Diagnostics`) summarises the draws after the default burn-in; `tuning`
+    says how (h, gamma, alpha) were chosen; `bias` estimates the discretisation bias of the chosen h
+    in standardised units (see docs/hfhr.md).
     """
 
     draws: np.ndarray
@@ -34,6 +39,17 @@ class SampleResult:
     seed: int
     diverged_at: np.ndarray
     final_state: object = None
+    diagnostics: object = None
+    tuning: Optional[dict] = None
+    bias: Optional[dict] = None
+    names: Optional[list] = None
+    warmup_grad_evals: int = 0
+    burn_in_default: float = 0.5
+    preconditioner: Optional[tuple] = None  # (mean, factor): the chains ran on z, x = mean + factor z
+
+    @property
+    def converged(self) -> bool:
+        return self.diagnostics is not None and self.diagnostics.converged
 
     @property
     def num_chains(self) -> int:
@@ -41,27 +57,44 @@ class SampleResult:
 
     def _kept(self, burn_in):
         n = self.draws.shape[1]
+        burn_in = self.burn_in_default if burn_in is None else burn_in
         start = int(round(burn_in * n)) if isinstance(burn_in, float) else int(burn_in)
         if not 0 <= start < n:
             raise ValueError(f"burn_in leaves no draws ({start} of {n})")
         return self.draws[:, start:]
 
-    def mean(self, burn_in=0.5) -> np.ndarray:
-        """Mean over chains and the draws after burn_in (a fraction, or a number of draws)."""
+    def mean(self, burn_in=None) -> np.ndarray:
+        """Mean over chains and the draws after burn_in (a fraction, or a number of draws; default 0
+        after a warm-up, else 0.5)."""
         return self._kept(burn_in).mean(axis=(0, 1))
 
-    def cov(self, burn_in=0.5) -> np.ndarray:
+    def cov(self, burn_in=None) -> np.ndarray:
         """Covariance over chains and the draws after burn_in."""
         x = self._kept(burn_in).reshape(-1, self.draws.shape[2])
         return np.atleast_2d(np.cov(x, rowvar=False))
 
-    def ess(self, burn_in=0.5) -> np.ndarray:
+    def ess(self, burn_in=None) -> np.ndarray:
         """Effective sample size per coordinate (numpyro's multi-chain estimator)."""
         try:
             from numpyro.diagnostics import effective_sample_size
         except ImportError as err:  # pragma: no cover - optional dependency
             raise ImportError("ess() needs numpyro: pip install 'inertia[numpyro]'") from err
         return np.asarray(effective_sample_size(self._kept(burn_in)))
+
+    def report(self, max_rows: Optional[int] = 40) -> str:
+        """Human-readable account: parameters and how they were chosen, summary table, bias, verdict."""
+        lines = [f"{self.method} {_fmt_params(self.params)}: {self.num_chains} chains x "
+                 f"{self.num_steps} steps (thinning {self.thinning}); {self.grad_evals} gradients per "
+                 f"chain + {self.warmup_grad_evals} in warm-up"]
+        if self.tuning:
+            lines.append("tuning: " + describe_tuning(self.tuning))
+        if self.diagnostics is not None:
+            lines.append(self.diagnostics.table(max_rows))
+        if self.bias:
+            lines.append(describe_bias(self.bias, self.diagnostics))
+        if self.diagnostics is not None:
+            lines.append(self.diagnostics.verdict())
+        return "\n".join(lines)
 
     def to_arviz(self):
         """An arviz InferenceData with posterior variable `x` (chain, draw, x_dim_0)."""
@@ -159,73 +192,308 @@ def _initial_positions(target, init, keys):
     raise ValueError(f"init must have shape ({d},) or (num_chains, {d}) = ({n}, {d}); got {x.shape}")
 
 
+
+
+def _fmt_params(p: dict) -> str:
+    return "(" + ", ".join(f"{k} = {v:.4g}" for k, v in p.items()) + ")"
+
+
+def describe_tuning(t: dict) -> str:
+    """One paragraph on how the warm-up chose the parameters."""
+    tu = t["tuning"]
+    cur = "; ".join(f"{c['where']}: [{c['min']:.3g}, {c['max']:.3g}]" for c in t["curvature"])
+    chk = t["bias_checks"][-1] if t["bias_checks"] else None
+    found = "found" if t["fit"]["map_converged"] else "NOT converged"
+    out = (f"{t['precondition']} preconditioner (x = m + L z; MAP {found}); "
+           f"whitened Hessian eigenvalues {cur}; (h, gamma, alpha) with the fewest gradients per "
+           f"effective sample on a Gaussian with that spectrum ({tu['tau']:.1f}) and stationary sd "
+           f"within {100 * t['bias_tol']:.0f} %; warm-up runs of {t['warmup_steps']} steps")
+    if chk:
+        out += (f"; h vs h/2 check {'passed' if chk['passed'] else 'FAILED'} "
+                f"(significant excess bias {chk['excess']:.3g})")
+    if t["retunes"]:
+        out += "; " + "; ".join(t["retunes"])
+    return out
+
+
+def describe_bias(b: dict, dg=None) -> str:
+    """Discretisation bias beside the Monte Carlo error, both in posterior sds."""
+    parts = []
+    if b.get("sd_rel_exact_gaussian") is not None:
+        parts.append(f"exact-Gaussian stationary bias at the {b['where']}: sds off by up to "
+                     f"{100 * b['sd_rel_exact_gaussian']:.1f} %, means exact")
+    if b.get("warmup_bias_mean") is not None:
+        seen = [f"{v:.3f} sd in means" if k == "mean" else f"{100 * v:.1f} % in sds"
+                for k, v, p in (("mean", b["warmup_bias_mean"], b["warmup_p_mean"]),
+                                ("sd", b["warmup_bias_sd"], b["warmup_p_sd"])) if p < 1e-3]
+        parts.append("h vs h/2 on warm-up draws: " + (
+            "significant RMS bias " + ", ".join(seen) if seen else
+            f"no bias beyond Monte Carlo noise (chi-square p = {b['warmup_p_mean']:.2g} for means, "
+            f"{b['warmup_p_sd']:.2g} for sds)"))
+    if dg is not None and np.isfinite(dg.sd).all() and np.all(dg.sd > 0):
+        parts.append(f"Monte Carlo error of the means: up to {np.max(dg.mcse_mean / dg.sd):.3f} sd")
+    return "discretisation bias: " + "; ".join(parts) + (
+        ". Lower h (step_size) when the bias is comparable to the Monte Carlo error you need."
+        if parts else "")
+
+
+def parameter_names(target, names=None) -> list:
+    """Names of the coordinates: given names, target.info["names"], NumPyro sites, or x[i]."""
+    from ..diagnostics import default_names
+
+    if names is not None:
+        names = [str(n) for n in names]
+        if len(names) != target.dim:
+            raise ValueError(f"{len(names)} names for a target of dimension {target.dim}")
+        return names
+    info = getattr(target, "info", None) or {}
+    if info.get("names") is not None and len(info["names"]) == target.dim:
+        return [str(n) for n in info["names"]]
+    if "sites" in info:
+        out = []
+        for site in sorted(info["sites"]):
+            shape = tuple(info["sites"][site])
+            size = int(np.prod(shape)) if shape else 1
+            out += [site] if not shape else [f"{site}[{','.join(map(str, i))}]"
+                                             for i in np.ndindex(*shape)][:size]
+        if len(out) == target.dim:
+            return [f"{n} (unconstrained)" for n in out]
+    return default_names(target.dim)
+
+
+def summary_draws(target, draws, names):
+    """Draws and names for the printed table: NumPyro models in their constrained sites."""
+    info = getattr(target, "info", None) or {}
+    if "constrain" in info:
+        try:
+            sites = info["constrain"](draws)
+        except Exception:  # the table falls back to the unconstrained coordinates
+            return draws, names
+        cols, labels = [], []
+        for site in sorted(sites):
+            v = np.asarray(sites[site], dtype=np.float64)
+            if v.shape[:2] != draws.shape[:2]:
+                continue
+            flat = v.reshape(v.shape[0], v.shape[1], -1)
+            cols.append(flat)
+            shape = v.shape[2:]
+            labels += [site] if not shape else [f"{site}[{','.join(map(str, i))}]"
+                                                for i in np.ndindex(*shape)]
+        if cols:
+            return np.concatenate(cols, axis=2), labels
+    return draws, names
+
+
+def _advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=None):
+    """Run num_draws draws in compiled blocks of `block` draws; returns carry, draws, info dict."""
+    draws, infos, done = [], [], 0
+    while done < num_draws:
+        n = min(block, num_draws - done)
+        carry, (pos, info) = _runner(m, grad_fn, n, thinning)(carry, jparams)
+        draws.append(np.asarray(pos))
+        nc = draws[-1].shape[0]
+        infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape(nc, -1), info))
+        done += n
+        if progress is not None:
+            progress(n)
+    info = {k: np.concatenate([getattr(i, k) for i in infos], axis=1) for k in infos[0]._fields}
+    return carry, np.concatenate(draws, axis=1), info
+
+
+def _start(m, grad_fn, q0, keys):
+    """Chain states at positions q0 (num_chains, d), with a clear error when the model is not finite."""
+    state = _init_fn(m, grad_fn)(jnp.asarray(q0), keys)
+    bad = ~np.all(np.isfinite(np.asarray(state.grad)), axis=1) | \
+        ~np.all(np.isfinite(np.asarray(q0)), axis=1)
+    if bad.any():
+        c = int(np.argmax(bad))
+        raise FloatingPointError(f"{m.name}: the gradient of the potential is not finite at the "
+                                 f"initial position of chain {c}: the model is not finite there "
+                                 "(this is not a step-size problem; pass init= inside the support)")
+    return state
+
+
+def _params_of(d: dict) -> Params:
+    return Params(float(d["step_size"]), float(d.get("gamma", 1.0)), float(d.get("alpha", 0.0)))
+
+
 def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=None,
            num_chains: int = 4, num_steps: int = 1000, seed: int = 0, thinning: int = 1,
-           init=None, on_divergence: str = "raise", progress: bool = False) -> SampleResult:
-    """Run `num_chains` chains of `method` for `num_steps` steps; keep every `thinning`-th state.
+           init=None, on_divergence: str = "raise", progress: bool = False,
+           precondition: str = "auto", bias_tol: float = 0.03, target_ess: Optional[float] = None,
+           max_steps: Optional[int] = None, names=None, diagnostics: bool = True) -> SampleResult:
+    """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
-    init: None (q0 ~ N(0, I) per chain), a point (dim,) or points (num_chains, dim); kinetic
-    schemes draw p0 ~ N(0, I). Parameters left as None come from `tuning.default_parameters`.
+    With step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
+    fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";
+    "laplace"; "none": identity factor), runs the chains in whitened coordinates x = m + L z,
+    tunes (h, gamma, alpha) exactly on a Gaussian with the measured whitened curvature (stationary
+    sd within `bias_tol`), and halves h while an h vs h/2 comparison of warm-up moments shows more
+    bias; all draws are then post-warm-up (`final_state` in whitened coordinates). Otherwise the
+    given parameters are used (missing ones from `tuning.default_parameters`, which needs curvature
+    bounds) and `burn_in` defaults to half the draws.
+    init: None (the warm-up's states; without warm-up q0 ~ N(0, I)), a point (dim,) or points
+    (num_chains, dim); kinetic schemes draw p0 ~ N(0, I).
+    target_ess: keep running (compiled blocks, at most max_steps, default 100 num_steps) until every
+    coordinate has bulk ESS >= target_ess and R-hat <= 1.01.
     A non-finite position or gradient raises FloatingPointError naming the chain and step
     (on_divergence="raise"), or freezes that chain, NaNs its later draws and warns ("stop").
+    The result's `diagnostics` (R-hat, ESS, non-finite potential/gradient counts) warn when the run
+    is not converged.
     """
     m = get_method(method) if isinstance(method, str) else method
     if on_divergence not in ("raise", "stop"):
         raise ValueError("on_divergence must be 'raise' or 'stop'")
+    if precondition not in ("auto", "laplace", "vi", "none"):
+        raise ValueError("precondition must be 'auto', 'laplace', 'vi' or 'none'")
     for name, v in (("num_chains", num_chains), ("num_steps", num_steps), ("thinning", thinning)):
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if num_steps % thinning:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of thinning ({thinning})")
+    if target_ess is not None and not target_ess > 0:
+        raise ValueError(f"target_ess must be positive, got {target_ess!r}")
     if init is not None and np.shape(init) not in ((target.dim,), (num_chains, target.dim)):
         raise ValueError(f"init must have shape ({target.dim},) or (num_chains, {target.dim}) = "
                          f"({num_chains}, {target.dim}); got {np.shape(init)}")
-    params = resolve_params(target, m, step_size, gamma, alpha)
-    check_stability(target, m, params)
-
+    names = parameter_names(target, names)
+    auto = step_size is None and gamma is None and alpha is None
     chain_keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
     split3 = jax.vmap(lambda k: jax.random.split(k, 3))(chain_keys)
-    q0 = _initial_positions(target, init, split3[:, 0])
-    state = _init_fn(m, target.grad)(q0, split3[:, 1])
-    g0 = np.asarray(state.grad)
-    bad = ~np.all(np.isfinite(g0), axis=1) | ~np.all(np.isfinite(np.asarray(q0)), axis=1)
-    if bad.any():
-        c = int(np.argmax(bad))
-        raise FloatingPointError(f"{m.name}: the gradient of the potential is not finite at the "
-                                 f"initial position of chain {c}")
     zeros = jnp.zeros(num_chains, dtype=jnp.int64)
+    tuning, bias, pre, warm_grads = None, None, None, 0
+    if auto:
+        if m.transition is None:
+            raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
+                             "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
+        from .warmup import BLOCK, run_warmup
+
+        def wrunner(wt, pd, start, key, steps):
+            p = Params(*(jnp.float64(v) for v in _params_of(pd)))
+            ks = jax.random.split(key, 2 * num_chains)
+            st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
+            c = (st, ks[num_chains:], zeros, zeros)
+            c, dr, _ = _advance(m, wt.grad, c, p, steps, 1, BLOCK)
+            return c[0], dr, np.asarray(c[2]) > 0
+
+        run_target, fit, tuned, state, tuning = run_warmup(
+            target, m, num_chains, split3[0, 0], precondition=precondition, bias_tol=bias_tol,
+            init=init, runner=wrunner, seed=seed)
+        params = _params_of(tuned)
+        pre = (fit.mean, fit.factor)
+        warm_grads = int(tuning["grad_evals"])
+        block = BLOCK
+        chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
+        bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
+                "mean_exact_gaussian": 0.0, "warmup_bias_mean": chk.get("rms_bias_mean"),
+                "warmup_bias_sd": chk.get("rms_bias_sd"), "warmup_p_mean": chk.get("p_mean"),
+                "warmup_p_sd": chk.get("p_sd")}
+    else:
+        params = resolve_params(target, m, step_size, gamma, alpha)
+        check_stability(target, m, params)
+        run_target = target
+        q0 = _initial_positions(target, init, split3[:, 0])
+        state = _start(m, target.grad, q0, split3[:, 1])
+        block = 1000
+        bias = _gaussian_bias(target, m, params)
     carry = (state, split3[:, 2], zeros, zeros)
     jparams = Params(*(jnp.float64(v) for v in params))
+    burn = 0.0 if auto else 0.5
 
-    num_draws = num_steps // thinning
-    chunk = num_draws if not progress else max(1, math.ceil(num_draws / 10))
-    draws, infos, done, t0 = [], [], 0, time.perf_counter()
-    while done < num_draws:
-        n = min(chunk, num_draws - done)
-        carry, (pos, info) = _runner(m, target.grad, n, thinning)(carry, jparams)
-        draws.append(np.asarray(pos))
-        infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape(num_chains, -1), info))
-        done += n
-        if progress:
-            el = time.perf_counter() - t0
-            print(f"[sample {m.name}] step {done * thinning}/{num_steps} "
-                  f"{100 * done / num_draws:.0f}% elapsed {el:.1f}s "
-                  f"ETA {el / done * (num_draws - done):.1f}s", file=sys.stderr, flush=True)
-    draws = np.concatenate(draws, axis=1)
-    info = {k: np.concatenate([getattr(i, k) for i in infos], axis=1) for k in infos[0]._fields}
+    goal = num_steps // thinning
+    cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
+    block = max(1, min(goal, math.ceil(block / thinning)))
+    t0, done_box = time.perf_counter(), [0]
+
+    def show(n):
+        done_box[0] += n
+        el = time.perf_counter() - t0
+        print(f"[sample {m.name}] step {done_box[0] * thinning}/{goal * thinning} "
+              f"{100 * done_box[0] / goal:.0f}% elapsed {el:.1f}s "
+              f"ETA {el / done_box[0] * max(goal - done_box[0], 0):.1f}s", file=sys.stderr, flush=True)
+
+    chunks, infos, done = [], [], 0
+    while True:
+        carry, dr, inf = _advance(m, run_target.grad, carry, jparams, goal - done, thinning, block,
+                                  show if progress else None)
+        chunks.append(dr)
+        infos.append(inf)
+        done = goal
+        if target_ess is None or np.asarray(carry[2]).any() or done >= cap:
+            break
+        x = _to_x(np.concatenate(chunks, axis=1), pre)
+        kept = x[:, int(round(burn * x.shape[1])):]
+        from ..diagnostics import arviz_stats
+
+        st = arviz_stats(kept)
+        ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
+        if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
+            break
+        want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
+        goal = int(min(cap, block * math.ceil(want / block)))
+    num_steps = done * thinning
+    draws = _to_x(np.concatenate(chunks, axis=1), pre)
+    info = {k: np.concatenate([i[k] for i in infos], axis=1) for k in infos[0]}
     diverged = np.asarray(carry[2])
     if diverged.any():
         c = int(np.argmax(diverged > 0))
         msg = (f"{m.name}: chain {c} diverged at step {int(diverged[c])} of {num_steps} (non-finite "
-               f"position or gradient; {int((diverged > 0).sum())} of {num_chains} chains); reduce "
-               f"step_size (now {params.step_size:g})"
-               + (f" or alpha (now {params.alpha:g})" if "alpha" in m.uses else ""))
+               f"position or gradient; {int((diverged > 0).sum())} of {num_chains} chains): the "
+               f"step is too large for the curvature met there (now h = {params.step_size:g}"
+               + (f", alpha = {params.alpha:g}" if "alpha" in m.uses else "")
+               + "), or the model is not finite in a region the chain entered")
         if on_divergence == "raise":
             raise FloatingPointError(msg)
         warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning, stacklevel=2)
-    return SampleResult(
+    res = SampleResult(
         draws=draws, info=info, method=m.name,
         params={k: v for k, v in params._asdict().items() if k in m.uses},
         num_steps=int(num_steps), thinning=int(thinning),
         grad_evals=1 + m.grads_per_step * int(num_steps), seed=int(seed), diverged_at=diverged,
-        final_state=jax.tree_util.tree_map(np.asarray, carry[0]))
+        final_state=jax.tree_util.tree_map(np.asarray, carry[0]), tuning=tuning, bias=bias,
+        names=names, warmup_grad_evals=warm_grads, burn_in_default=burn, preconditioner=pre)
+    if diagnostics and res.draws.shape[1] - int(round(burn * res.draws.shape[1])) >= 4:
+        res.diagnostics = diagnose_result(target, res)
+        if not res.diagnostics.converged:
+            warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning, stacklevel=2)
+    return res
+
+
+def diagnose_result(target, res: SampleResult):
+    """Diagnostics of the kept draws (NumPyro models: constrained sites), with the potential checked
+    at every kept draw and non-finite gradients counted from the per-step info."""
+    from ..diagnostics import count_nonfinite_potential, diagnose
+
+    kept = res._kept(None)
+    nf_pot = count_nonfinite_potential(target.potential, kept)
+    nf_grad = int(np.sum(~np.asarray(res.info["is_finite"], dtype=bool)))
+    x, labels = summary_draws(target, kept, res.names)
+    return diagnose(x, labels, nonfinite_potential=nf_pot, nonfinite_grad=nf_grad,
+                    num_potential_checked=int(np.prod(kept.shape[:2])))
+
+
+def _to_x(z, pre):
+    if pre is None:
+        return z
+    mean, factor = pre
+    return np.asarray(mean) + np.einsum("cnj,ij->cni", z, np.asarray(factor))
+
+
+def _gaussian_bias(target, m, params):
+    """Exact stationary sd error of given parameters on a Gaussian target (None otherwise)."""
+    info = getattr(target, "info", None) or {}
+    if "precision" not in info or m.transition is None or target.dim > 2000:
+        return None
+    from .gaussian import GaussianDiagnostics
+
+    diag = GaussianDiagnostics(target)
+    try:
+        A, Q = diag.coordinate_maps(m, step_size=params.step_size, gamma=params.gamma,
+                                    alpha=params.alpha)
+        st = diag.stationary(m, step_size=params.step_size, gamma=params.gamma, alpha=params.alpha)
+    except ValueError:
+        return None
+    var_q = np.diag(diag.U.T @ st.cov @ diag.U)
+    err = float(np.max(np.abs(np.sqrt(var_q * diag.lam) - 1.0)))
+    return {"where": "target's exact curvature", "sd_rel_exact_gaussian": err,
+            "mean_exact_gaussian": 0.0}

@@ -97,3 +97,53 @@ def tune_gaussian(target, method: str, *, tol: float = 0.1, budget: Optional[int
     st = diag.stationary(m_, **best)
     out.update(best, bias_w2=st.bias_w2, rate=st.rate)
     return out
+
+
+def tune_ess(eigenvalues, method: str, *, bias_tol: float = 0.03, max_step: Optional[float] = None,
+             stiff: Optional[float] = None, num: int = 24) -> dict:
+    """Fewest gradients per effective sample on a Gaussian with these Hessian eigenvalues, exactly.
+
+    Over a grid (h in [0.02, 3]/sqrt(L) or up to max_step, gamma in [0.2 sqrt(m), 4 sqrt(L)],
+    alpha h L in {0, 0.1, 0.25, 0.5, 1, 1.5}; ULA h in [0.01, 1.9]/L), minimise grads_per_step times
+    the largest over directions of the larger autocorrelation time of q (as Geyer's estimator in
+    ArviZ reports it) and of q^2 (`gaussian.chain_statistics`), among the points stable on every
+    eigenvalue and on `stiff` (the largest curvature met anywhere, used for stability only), whose
+    stationary sd is within `bias_tol` (relative) of the target's in every direction and whose
+    h <= max_step. Returns the parameters, `tau` (gradients per effective sample of the worst
+    direction, per chain), `sd_bias` (largest relative stationary sd error) and `rate`.
+    """
+    from .gaussian import chain_statistics
+
+    m_ = get_method(method)
+    lam = np.sort(np.atleast_1d(np.asarray(eigenvalues, dtype=np.float64)))
+    if not (lam[0] > 0 and np.all(np.isfinite(lam))):
+        raise ValueError(f"eigenvalues must be positive and finite, got {lam}")
+    m, L = float(lam[0]), float(max(lam[-1], stiff or 0.0))
+    top = 3.0 / math.sqrt(L) if m_.kinetic else 1.9 / L
+    top = top if max_step is None else min(top, float(max_step))
+    if m_.kinetic:
+        hs = np.geomspace(0.02 / 3.0 * top, top, num)  # fixed grid shapes: one compilation
+        gs = np.geomspace(0.2 * math.sqrt(m), 4.0 * math.sqrt(L), max(num // 2, 4))
+        rs = np.array([0.0, 0.1, 0.25, 0.5, 1.0, 1.5]) if "alpha" in m_.uses else np.array([0.0])
+    else:
+        hs, gs, rs = np.geomspace(0.01 / 1.9 * top, top, 2 * num), np.array([1.0]), np.array([0.0])
+    H, G, R = (a.ravel() for a in np.meshgrid(hs, gs, rs, indexing="ij"))
+    lam_all = lam if stiff is None else np.append(lam, float(stiff))
+    st = chain_statistics(m_, lam_all, step_size=H, gamma=G, alpha=R / (H * L))
+    stable = np.all(st["rate"] < 1.0, axis=1)
+    n = lam.size
+    tau = np.maximum(st["tau_mean_geyer"], st["tau_sq"])[:, :n].max(axis=1) * m_.grads_per_step
+    tau = np.where(stable, tau, np.inf)
+    err = np.abs(st["sd_error"][:, :n]).max(axis=1)
+    ok = np.isfinite(tau) & (err <= bias_tol)
+    if not ok.any():  # the tolerance is out of reach on this grid: least biased stable point
+        ok = np.isfinite(tau) & (err <= np.nanmin(np.where(np.isfinite(tau), err, np.nan)) * 1.0001)
+    i = int(np.flatnonzero(ok)[np.argmin(tau[ok])])
+    out = {"step_size": float(H[i])}
+    if m_.kinetic:
+        out["gamma"] = float(G[i])
+    if "alpha" in m_.uses:
+        out["alpha"] = float(R[i] / (H[i] * L))
+    out.update(tau=float(tau[i]), sd_bias=float(err[i]), rate=float(st["rate"][i].max()),
+               eigenvalues=lam.tolist(), stiff=stiff, bias_tol=float(bias_tol), grid_points=int(H.size))
+    return out

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -139,8 +140,29 @@ def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logd
     def potential(x):
         return -logdensity_fn(unravel(x))
 
+    if isinstance(example, dict) and "info" not in kw:
+        from ..posterior import site_names
+
+        kw["info"] = {"names": site_names({k: jnp.shape(v) for k, v in example.items()})}
     return from_potential(potential, flat.size, alpha=alpha, beta=beta, name=name, unravel=unravel,
                           **kw)
+
+
+_JIT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def jitted(target: Target, what: str):
+    """jit-compiled "value_and_grad" (V, grad V) or "hessian" of a target, cached per potential
+    function (targets that differ only in bounds or names share the compiled code)."""
+    cache = _JIT_CACHE.setdefault(target.potential, {})
+    if what not in cache:
+        if what == "value_and_grad":
+            cache[what] = jax.jit(lambda x: (target.potential(x), target.grad(x)))
+        elif what == "hessian":
+            cache[what] = jax.jit(target.hessian)
+        else:
+            raise ValueError(f"unknown jitted function {what!r}")
+    return cache[what]
 
 
 def check_point(target: Target, x) -> Array:
@@ -148,8 +170,7 @@ def check_point(target: Target, x) -> Array:
     x = jnp.asarray(x)
     if x.shape != (target.dim,):
         raise TargetError(f"expected a point of shape ({target.dim},), got {x.shape}")
-    v = target.potential(x)
-    g = target.grad(x)
+    v, g = jitted(target, "value_and_grad")(x)
     if not bool(jnp.isfinite(v)):
         raise FloatingPointError(f"potential V is not finite at the query point ({v})")
     if not bool(jnp.all(jnp.isfinite(g))):

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Target, TargetError
+from .base import Target, TargetError, jitted
 
 DENSE_MAX_DIM = 1024  # up to this d the Hessian is formed densely (d HVPs, one batched call)
 
@@ -66,7 +66,7 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, gtol: float = 
     """MAP argmin V by scipy's L-BFGS-B on the jitted value and gradient: (x, converged, evals)."""
     from scipy.optimize import minimize
 
-    vg = jax.jit(lambda x: (target.potential(x), target.grad(x)))
+    vg = jitted(target, "value_and_grad")
     x0 = np.zeros(target.dim) if init is None else np.asarray(init, dtype=np.float64)
     count = [0]
 
@@ -90,12 +90,16 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, gtol: float = 
     return x, converged, count[0] + 2
 
 
+def _jitted_hessian(target):
+    return jitted(target, "hessian")
+
+
 def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
     """(lambda_min, lambda_max, H or None, hvps) of hess V(x): dense for small d, else Lanczos."""
     d = target.dim
     x = jnp.asarray(x)
     if d <= dense_max_dim:
-        H = np.asarray(target.hessian(x))
+        H = np.asarray(_jitted_hessian(target)(x))
         H = 0.5 * (H + H.T)
         w = np.linalg.eigvalsh(H)
         return float(w[0]), float(w[-1]), H, d
@@ -143,7 +147,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
     d = target.dim
     lmin0, lmax0, H0, hvps = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
     if H0 is None and d <= 4096:
-        H0 = np.asarray(target.hessian(jnp.asarray(mode)))
+        H0 = np.asarray(_jitted_hessian(target)(jnp.asarray(mode)))
         H0 = 0.5 * (H0 + H0.T)
         hvps += d
     if H0 is not None and lmin0 > 0:  # one Newton step polishes the L-BFGS mode
@@ -160,12 +164,12 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
     lmins, lmaxs, hsum = [lmin0], [lmax0], (H0.copy() if H0 is not None else None)
     nsum = 1
     rng = np.random.default_rng(seed)
-    potential = jax.jit(target.potential)
+    potential = jitted(target, "value_and_grad")
     pot_evals = 0
     for _ in range(max(0, num_points - 1)):
         x = mode + factor @ rng.standard_normal(d)
         pot_evals += 1
-        if not np.isfinite(float(potential(jnp.asarray(x)))):
+        if not np.isfinite(float(potential(jnp.asarray(x))[0])):
             continue
         lmin, lmax, H, n = hessian_extremes(target, x, dense_max_dim=dense_max_dim)
         hvps += n

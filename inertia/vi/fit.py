@@ -290,7 +290,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         restart: Optional[bool] = None, recover: Optional[bool] = None,
         widen: Optional[bool] = None, monitor: Optional[bool] = None,
         average: Optional[bool] = None, window: int = 10, monitor_draws: int = 256,
-        max_recoveries: int = 4, **options) -> FitResult:
+        max_recoveries: int = 4, keep_iterates: bool = False, **options) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
@@ -302,6 +302,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints. Each switch
     can be set explicitly. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
     GLM / graph-probit targets; `history["objective_estimate"]` is F_hat for any target.
+    `keep_iterates=True` adds history["mean"] (k, seeds, d) and ["factor"] (Cholesky of each
+    checkpoint's covariance, (k, seeds, d, d)).
     """
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
                     window, evaluate)
@@ -328,7 +330,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
                                      else max(1, num_steps // 100 or 1)))
     m0, A0 = _initial(target, init, runner.kernel.coords)
     return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
-                      max_recoveries, prep.curvature)
+                      max_recoveries, prep.curvature, keep_iterates)
 
 
 class _Runner:
@@ -386,11 +388,12 @@ class _Runner:
         return self.compiled[(n, length)]
 
     def run(self, m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
-            max_recoveries, curvature):
+            max_recoveries, curvature, keep_iterates=False):
         target, opts, kernel = self.target, self.opts, self.kernel
         state = jax.vmap(lambda _: kernel.init(m0, A0))(jnp.arange(len(seeds)))
         state = shard_leading(state)
         rec = _Recorder(target, kernel, evaluate, opts.monitor, monitor_draws, seeds[0])
+        rec.keep_iterates = bool(keep_iterates)
         rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
         rec.add(0, 0.0, np.asarray(state.m)[None], np.asarray(state.A)[None])
         keys = _keys(seeds, num_steps, 0)
@@ -399,10 +402,11 @@ class _Runner:
         diverged, stopped, restarts = None, None, 0
         done, elapsed, attempt, low_hits, high_hits = 0, 0.0, 0, 0, 0
         queue = list(schedule)
+        last_print = time.perf_counter()
         while queue:
             start, n, length = queue.pop(0)
-            t = time.perf_counter()
             fn = self._compiled(state, n, length)
+            t = time.perf_counter()
             bkeys = keys[:, start:start + n * length].reshape(len(seeds), n, length, -1)
             new_state, (bm, bA, ok, nr) = fn(state, bkeys)
             ok = np.asarray(jax.block_until_ready(ok))
@@ -418,7 +422,6 @@ class _Runner:
             elapsed += dt
             if bad_draws is not None:  # V non-finite on draws of q at checkpoint index bad_draws
                 good = bad_draws
-                rec.truncate(good_steps=start + good * length)
             state = new_state
             failed = good < n
             if failed:
@@ -426,7 +429,8 @@ class _Runner:
                 reason = ("potential V non-finite on draws of q (the log density is NaN or "
                           "-inf where q puts mass)" if bad_draws is not None else
                           "non-finite or exploding iterate (gradient or step too large)")
-                if opts.recover and attempt < max_recoveries:
+                hopeless = bad_draws is not None and bool(np.any(rec.est_bad[0] > 0))
+                if opts.recover and attempt < max_recoveries and not hopeless:
                     attempt += 1
                     self.eta_scale /= 4.0
                     self._build()
@@ -469,8 +473,9 @@ class _Runner:
                     self._build()
                     kernel = self.kernel
                     state = rec.restart_state(kernel)
-            if progress:
+            if progress and time.perf_counter() - last_print > 2.0:
                 _progress(rec, num_steps, elapsed)
+                last_print = time.perf_counter()
             if rule is not None and any(rule.update(rec.seed_mean_draws(i))
                                         for i in range(-good, 0)):
                 verdict = {"step": rec.steps[-1], "decrease": rule.decrease,

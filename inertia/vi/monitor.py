@@ -51,8 +51,10 @@ class ObjectiveMonitor:
         vals = np.asarray(self._fn(jnp.asarray(ms), jnp.asarray(As)))
         ok = np.isfinite(vals)
         nonfinite = 1.0 - ok.mean(axis=-1)
-        value = np.where(nonfinite > 0, np.nan, vals.mean(axis=-1))
-        stderr = np.where(nonfinite > 0, np.nan, vals.std(axis=-1, ddof=1) / math.sqrt(vals.shape[-1]))
+        with np.errstate(invalid="ignore"):
+            value = np.where(nonfinite > 0, np.nan, vals.mean(axis=-1))
+            stderr = np.where(nonfinite > 0, np.nan,
+                              vals.std(axis=-1, ddof=1) / math.sqrt(vals.shape[-1]))
         return Estimate(value, stderr, nonfinite, vals)
 
 

@@ -53,6 +53,11 @@ def fit_multistage(target, method: str, *, target_gap: Optional[float] = None,
     """
     if np.ndim(seed) != 0:
         raise ValueError("fit_multistage runs one seed (warm starts are per seed); loop over seeds")
+    if target.alpha is None or target.beta is None:  # any target: estimated bounds, Laplace start
+        from .auto import prepare
+
+        prep = prepare(target, init, seed=int(seed))
+        target, init = prep.target, prep.init
     if target_gap is not None:
         if not target_gap > 0:
             raise ValueError(f"target_gap must be positive, got {target_gap}")

@@ -32,6 +32,7 @@ class _Recorder:
         self.last_A = None
         self.final = None  # the (m, A) the last history row describes
         self.avg_sum, self.avg_count, self.avg_start = None, 0, None
+        self.keep_iterates, self.kept = False, []  # (m, Cholesky factor) per checkpoint
         self.phase = []  # per checkpoint: 0 = iterate, 1 = running average of iterates
 
     def start_averaging(self):
@@ -93,6 +94,8 @@ class _Recorder:
             self.snap_m.append(ms[i])
             self.tail.append((raw_ms[i], raw_As[i]))
             self.final = (ms[i], As[i])
+            if self.keep_iterates:
+                self.kept.append((ms[i], As[i]))
             self.phase.append(int(self.avg_start is not None))
             if gaps is not None:
                 self.gap_rows.append(gaps[i])
@@ -124,6 +127,11 @@ class _Recorder:
              "objective": np.asarray(self.obj_rows) if self.do_eval else None,
              "grad_evals": steps * g_per, "hvp_evals": steps * h_per,
              "seconds": np.asarray(self.seconds), "averaged": np.asarray(self.phase, dtype=bool)}
+        if self.keep_iterates and self.kept:
+            ms = np.stack([k[0] for k in self.kept])
+            As = np.stack([k[1] for k in self.kept])
+            covs = np.asarray(self.to_cov(jnp.asarray(ms), jnp.asarray(As)))
+            h["mean"], h["factor"] = ms, np.linalg.cholesky(covs)
         if self.monitor is not None:
             h["objective_estimate"] = np.asarray(self.est_value)
             h["objective_stderr"] = np.asarray(self.est_se)

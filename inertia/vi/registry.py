@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Callable, NamedTuple, Optional
 
-from .algorithms import apg, bures, projected_sym
+from .algorithms import apg, bam, bures, ngvi, projected_sym, sqrt_ngvi
 from .estimators import ESTIMATORS
 
 
@@ -105,6 +105,45 @@ def _build_bures(control):
     return build
 
 
+def _build_ngvi(hessian, square_root):
+    def build(target, estimator, accelerated, batch_size, eta, s, options):
+        options = dict(options)
+        if options.pop("hessian", hessian) != hessian:
+            raise ValueError("the Hessian estimator is fixed by the method name (its query cost): "
+                             "use 'ngvi' (HVPs) or 'ngvi-reparam' (gradients only)")
+        kw = dict(step=eta, batch_size=batch_size, hessian=hessian,
+                  control=bool(options.pop("control", True)),
+                  schedule_kind=options.pop("schedule", "constant"),
+                  decay_steps=float(options.pop("decay_steps", 100.0)))
+        if not square_root:
+            kw["posdef"] = bool(options.pop("posdef", True))
+        if options:
+            raise TypeError(f"unknown options {sorted(options)}")
+        return (sqrt_ngvi if square_root else ngvi).build(target, **kw)
+
+    return build
+
+
+def _build_bam(target, estimator, accelerated, batch_size, eta, s, options):
+    options = dict(options)
+    kind = options.pop("schedule", "decay")
+    if options:
+        raise TypeError(f"unknown options {sorted(options)}")
+    return bam.build(target, lam0=eta, batch_size=batch_size, schedule_kind=kind)
+
+
+NGVI_STEP = 0.5  # rho of the natural-gradient methods (ours: the papers leave it to the user)
+
+
+def _ngvi_rule(alpha, beta, d, b):
+    return StepRule(NGVI_STEP, None)
+
+
+def _bam_rule(alpha, beta, d, b):
+    """lambda_0 = b d (Cai et al. 2024, Sec. 5); the kernel divides by k + 1 unless constant."""
+    return StepRule(float(b * d), None)
+
+
 _sp = _rule(lambda k: math.sqrt(max(k, 4.0)))
 _se = _rule(lambda k: math.sqrt(max(5.0 * k, 4.0)))
 _s15 = _rule(lambda k: math.sqrt(15.0 * k))
@@ -143,9 +182,22 @@ METHODS = {m.name: m for m in [
     Method("svrgvi", "price", "BW forward-backward, score control c = 1 (Luu et al. 2025)", False,
            _fixed_eta(lambda a, b: 1.0 / b), _build_bures(1.0), baseline=True,
            description="eta = 1/beta [U]"),
+    Method("ngvi", "price", "NGVI / VON, positive-definite update (Lin, Schmidt & Khan 2020)",
+           False, _ngvi_rule, _build_ngvi("price", False), baseline=True,
+           description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]"),
+    Method("ngvi-reparam", "reparam", "NGVI / VON, positive-definite update, Stein Hessian",
+           False, _ngvi_rule, _build_ngvi("reparam", False), baseline=True,
+           description="rho = 1/2 [ours]; Stein Hessian from gradients; score control [ours]"),
+    Method("sqrt-ngvi", "price", "square-root NGVI on chol(precision) (Tan 2025)", False,
+           _ngvi_rule, _build_ngvi("price", True), baseline=True,
+           description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]"),
+    Method("bam", "reparam", "batch-and-match (Cai et al. 2024, Alg. 1)", False, _bam_rule,
+           _build_bam, baseline=True, description="lambda_k = b d/(k + 1) (paper, Sec. 5)"),
 ]}
 
-PAPER_METHODS = [n for n in METHODS if n != "exact-apg"]  # the paper's 6 pairs + 5 baselines
+# the field's Gaussian VI beyond the paper (FIELD-VI.md); PAPER_METHODS: the paper's 6 pairs + 5
+FIELD_METHODS = ["ngvi", "ngvi-reparam", "sqrt-ngvi", "bam"]
+PAPER_METHODS = [n for n in METHODS if n != "exact-apg" and n not in FIELD_METHODS]
 
 
 def get_method(name: str) -> Method:

@@ -51,13 +51,14 @@ def test_unknown_method(gauss):
         sample(gauss, "hmc", step_size=0.1, num_steps=10)
 
 
-def test_defaults_need_curvature_bounds(cliff):
+def test_partial_parameters_need_curvature_bounds(cliff):
+    # all three omitted: automatic warm-up; some given: the rest from the curvature bounds
     with pytest.raises(ValueError, match="no curvature bounds"):
-        sample(cliff, "hfhr", num_steps=10)
+        sample(cliff, "hfhr", step_size=0.1, num_steps=10)
 
 
 def test_non_finite_gradient_at_init(cliff):
-    with pytest.raises(FloatingPointError, match="initial position of chain 1"):
+    with pytest.raises(FloatingPointError, match="initial position of chain 1.*not a step-size"):
         sample(cliff, "ula", step_size=0.1, init=np.array([[0.0], [5.0]]), num_chains=2,
                num_steps=10)
 
@@ -77,7 +78,7 @@ def test_divergence_raises_or_stops_with_the_reason(cliff):
 
 
 def test_reproducible_shapes_info_and_arviz(gauss):
-    kw = dict(num_chains=3, num_steps=60, thinning=3, seed=4)
+    kw = dict(num_chains=3, num_steps=60, thinning=3, seed=4, **default_parameters(gauss, "hfhr"))
     a = sample(gauss, "hfhr", **kw)
     b = sample(gauss, "hfhr", **kw)
     np.testing.assert_array_equal(a.draws, b.draws)
@@ -85,6 +86,7 @@ def test_reproducible_shapes_info_and_arviz(gauss):
     assert a.info["is_finite"].shape == (3, 60) and a.info["is_finite"].all()
     assert a.grad_evals == 61
     assert a.params == default_parameters(gauss, "hfhr")
+    assert a.diagnostics is not None and a.diagnostics.num_draws == 10  # burn-in: half the draws
     c = sample(gauss, "hfhr", **{**kw, "seed": 5})
     assert np.abs(c.draws - a.draws).max() > 1e-3
     idata = a.to_arviz()

@@ -1,0 +1,220 @@
+"""Convergence diagnostics of draws shaped (chain, draw, dim), shared by `inertia.mcmc` and `inertia.sgmcmc`.
+
+Rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo standard errors of the mean and
+sd come from ArviZ (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021); nothing here re-implements
+them. A run is called converged when every parameter has R-hat <= 1.01 and bulk ESS >= 100 (the
+thresholds of that paper) and no draw has a non-finite position, potential or gradient.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import warnings
+from typing import Optional, Sequence
+
+import numpy as np
+
+RHAT_MAX = 1.01
+ESS_MIN = 100.0
+
+
+def _arviz():
+    with warnings.catch_warnings():  # ArviZ 0.2x announces its 1.0 refactor on import
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            import arviz
+        except ImportError as err:  # pragma: no cover - arviz is a core dependency
+            raise ImportError("diagnostics need arviz: pip install arviz") from err
+    return arviz
+
+
+def arviz_stats(draws) -> dict:
+    """ArviZ's rank-normalised R-hat, bulk/tail ESS and MCSE of mean and sd per coordinate."""
+    az = _arviz()
+    x = np.asarray(draws, dtype=np.float64)
+    ds = az.convert_to_dataset({"x": x})
+    out = {}
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out["rhat"] = az.rhat(ds, method="rank")["x"].values
+        out["ess_bulk"] = az.ess(ds, method="bulk")["x"].values
+        out["ess_tail"] = az.ess(ds, method="tail")["x"].values
+        out["mcse_mean"] = az.mcse(ds, method="mean")["x"].values
+        out["mcse_sd"] = az.mcse(ds, method="sd")["x"].values
+    return {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in out.items()}
+
+
+def default_names(dim: int, prefix: str = "x") -> list:
+    return [f"{prefix}[{i}]" for i in range(dim)]
+
+
+@dataclasses.dataclass
+class Diagnostics:
+    """Per-parameter summary (mean, sd, 5 %/95 % quantiles, R-hat, ESS, MCSE) and the run's verdict.
+
+    `nonfinite_draws` counts draws with a non-finite coordinate, `nonfinite_potential` draws where the
+    potential is not finite, `nonfinite_grad` steps whose gradient was not finite; `problems` lists
+    every reason the run is not to be trusted (empty: converged).
+    """
+
+    names: list
+    mean: np.ndarray
+    sd: np.ndarray
+    q05: np.ndarray
+    q95: np.ndarray
+    rhat: np.ndarray
+    ess_bulk: np.ndarray
+    ess_tail: np.ndarray
+    mcse_mean: np.ndarray
+    mcse_sd: np.ndarray
+    num_chains: int
+    num_draws: int
+    nonfinite_draws: int = 0
+    nonfinite_potential: int = 0
+    nonfinite_grad: int = 0
+    problems: list = dataclasses.field(default_factory=list)
+    rhat_max: float = RHAT_MAX
+    ess_min: float = ESS_MIN
+
+    @property
+    def converged(self) -> bool:
+        return not self.problems
+
+    @property
+    def worst_rhat(self) -> float:
+        return float(np.nanmax(self.rhat)) if np.isfinite(self.rhat).any() else float("nan")
+
+    @property
+    def min_ess_bulk(self) -> float:
+        return float(np.nanmin(self.ess_bulk)) if np.isfinite(self.ess_bulk).any() else float("nan")
+
+    @property
+    def min_ess_tail(self) -> float:
+        return float(np.nanmin(self.ess_tail)) if np.isfinite(self.ess_tail).any() else float("nan")
+
+    def table(self, max_rows: Optional[int] = 40) -> str:
+        """The summary as aligned text, one row per parameter (the worst rows first when cut)."""
+        cols = ("mean", "sd", "5%", "95%", "mcse", "r_hat", "ess_bulk", "ess_tail")
+        rows = np.arange(len(self.names))
+        cut = max_rows is not None and len(rows) > max_rows
+        if cut:  # keep the least converged parameters
+            score = np.nan_to_num(self.rhat, nan=np.inf) - np.nan_to_num(self.ess_bulk, nan=0.0) * 1e-9
+            rows = np.sort(np.argsort(-score, kind="stable")[:max_rows])
+        w = max(8, max(len(str(self.names[i])) for i in rows))
+        lines = [f"{'':<{w}} " + " ".join(f"{c:>9}" for c in cols)]
+        for i in rows:
+            vals = (self.mean[i], self.sd[i], self.q05[i], self.q95[i], self.mcse_mean[i])
+            cells = [f"{v:>9.4g}" for v in vals]
+            cells.append(f"{self.rhat[i]:>9.3f}")
+            cells += [f"{v:>9.0f}" if np.isfinite(v) else f"{'nan':>9}"
+                      for v in (self.ess_bulk[i], self.ess_tail[i])]
+            bad = not self.rhat[i] <= self.rhat_max or not self.ess_bulk[i] >= self.ess_min
+            flag = "  <-" if bad else ""
+            lines.append(f"{str(self.names[i]):<{w}} " + " ".join(cells) + flag)
+        if cut:
+            lines.append(f"... {len(self.names) - len(rows)} more parameters (the {len(rows)} least "
+                         "converged are shown)")
+        return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """One line: converged, or every reason it is not."""
+        head = (f"{self.num_chains} chains x {self.num_draws} draws; max R-hat {self.worst_rhat:.3f}, "
+                f"min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS {self.min_ess_tail:.0f}")
+        if self.converged:
+            return head + ": converged (R-hat <= %.2f, bulk ESS >= %.0f)" % (self.rhat_max, self.ess_min)
+        return head + ": NOT CONVERGED: " + "; ".join(self.problems)
+
+    def to_dict(self) -> dict:
+        d = {k: v.tolist() if isinstance(v, np.ndarray) else v
+             for k, v in dataclasses.asdict(self).items()}
+        d.update(converged=self.converged, max_rhat=self.worst_rhat, min_ess_bulk=self.min_ess_bulk,
+                 min_ess_tail=self.min_ess_tail)
+        return d
+
+
+def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potential: int = 0,
+             nonfinite_grad: int = 0, num_potential_checked: Optional[int] = None,
+             rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN) -> Diagnostics:
+    """Summary and verdict for draws (chain, draw, dim): R-hat > rhat_max, bulk ESS < ess_min or any
+    non-finite draw, potential or gradient makes the run not converged."""
+    x = np.asarray(draws, dtype=np.float64)
+    if x.ndim == 2:
+        x = x[None]
+    if x.ndim != 3 or x.shape[1] < 4:
+        raise ValueError(f"draws must be shaped (chain, draw >= 4, dim); got {np.shape(draws)}")
+    c, n, d = x.shape
+    names = default_names(d) if names is None else [str(s) for s in names]
+    if len(names) != d:
+        raise ValueError(f"{len(names)} names for {d} parameters")
+    bad_rows = ~np.all(np.isfinite(x), axis=2)
+    flat = x.reshape(-1, d)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean, sd = np.mean(flat, axis=0), np.std(flat, axis=0, ddof=1)
+        q05, q95 = np.quantile(flat, [0.05, 0.95], axis=0)
+    stats = arviz_stats(x)
+    problems = []
+    if bad_rows.any():
+        problems.append(f"{int(bad_rows.sum())} of {c * n} draws are not finite (diverged chains)")
+    checked = c * n if num_potential_checked is None else num_potential_checked
+    if nonfinite_potential:
+        problems.append(f"the potential is not finite at {nonfinite_potential} of {checked} draws "
+                        f"({100.0 * nonfinite_potential / max(checked, 1):.1f} %): the chains entered "
+                        "a region where the model is NaN/inf (a finite or zero gradient there hides it "
+                        "from the sampler); fix the model")
+    if nonfinite_grad:
+        problems.append(f"the gradient was not finite at {nonfinite_grad} steps")
+    r, e = stats["rhat"], stats["ess_bulk"]
+    bad_r = [names[i] for i in np.flatnonzero(~(r <= rhat_max))]
+    bad_e = [names[i] for i in np.flatnonzero(~(e >= ess_min))]
+    if bad_r:
+        problems.append(f"R-hat > {rhat_max:g} for {len(bad_r)} of {d} parameters (max "
+                        f"{np.nanmax(r) if np.isfinite(r).any() else np.nan:.3f}: "
+                        f"{', '.join(bad_r[:5])}{', ...' if len(bad_r) > 5 else ''})")
+    if bad_e:
+        problems.append(f"bulk ESS < {ess_min:g} for {len(bad_e)} of {d} parameters (min "
+                        f"{np.nanmin(e) if np.isfinite(e).any() else np.nan:.0f}: "
+                        f"{', '.join(bad_e[:5])}{', ...' if len(bad_e) > 5 else ''})")
+    return Diagnostics(names=names, mean=mean, sd=sd, q05=q05, q95=q95, num_chains=c, num_draws=n,
+                       nonfinite_draws=int(bad_rows.sum()), nonfinite_potential=int(nonfinite_potential),
+                       nonfinite_grad=int(nonfinite_grad), problems=problems, rhat_max=rhat_max,
+                       ess_min=ess_min, **stats)
+
+
+def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int] = 40) -> str:
+    """Printable table (mean, sd, 5 %/95 %, MCSE, R-hat, bulk/tail ESS) and verdict of draws."""
+    dg = diagnose(draws, names)
+    return dg.table(max_rows) + "\n" + dg.verdict()
+
+
+@functools.lru_cache(maxsize=16)
+def _nonfinite_fn(potential):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(jax.vmap(lambda v: ~jnp.isfinite(potential(v))))
+
+
+def count_nonfinite_potential(potential, draws, batch: int = 4096) -> int:
+    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (one jit, batched)."""
+    x = np.asarray(draws, dtype=np.float64)
+    flat = x.reshape(-1, x.shape[-1])
+    ok_rows = np.all(np.isfinite(flat), axis=1)
+    flat = flat[ok_rows]
+    if flat.shape[0] == 0:
+        return 0
+    f = _nonfinite_fn(potential)
+    n = 0
+    b = min(batch, flat.shape[0])
+    for i in range(0, flat.shape[0], b):
+        chunk = flat[i:i + b]
+        if chunk.shape[0] < b:  # pad to one compiled shape
+            chunk = np.concatenate([chunk, np.repeat(chunk[:1], b - chunk.shape[0], axis=0)])
+            n += int(np.sum(np.asarray(f(chunk))[:flat.shape[0] - i]))
+        else:
+            n += int(np.sum(np.asarray(f(chunk))))
+    return n
+
+
+__all__ = ["Diagnostics", "diagnose", "summary", "arviz_stats", "count_nonfinite_potential",
+           "RHAT_MAX", "ESS_MIN"]

@@ -1,0 +1,270 @@
+"""Warm-up without user constants: Gaussian fit, whitening x = m + L z, exact-Gaussian tuning, bias check.
+
+1. Fit N(m, L L^T) to the target (`fit_gaussian`: the Laplace fit of `inertia.targets.curvature`,
+   i.e. MAP by L-BFGS and the Cholesky factor of the inverse Hessian there).
+2. Run the chains on the whitened potential V_w(z) = V(m + L z) (gradient L^T grad V, HVP
+   L^T hess V L), whose Hessian is I at the mode when the fit is good.
+3. Estimate the whitened curvature: hess V_w at the mode and at the fit's draws (dense, or extreme
+   eigenvalues by Lanczos for large d), then again at the chains' warm-up positions.
+4. Pick (h, gamma, alpha) by `tuning.tune_ess`: the fewest gradients per effective sample, exactly,
+   on a Gaussian whose precision is the mean whitened Hessian over those points, stable at the
+   largest curvature met, with the stationary sd within `bias_tol`.
+5. Check the choice on warm-up draws: run h and h/2 from the same equilibrated states (the h/2 run
+   twice as many steps) and compare means and sds (`moments_check`: for these first-order schemes
+   the bias at h is about twice the difference). When the difference is significant and larger
+   than bias_tol, h is halved (gamma, alpha re-tuned) and the check repeated.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..targets.base import Target
+
+MAX_HALVINGS = 4
+
+
+@dataclasses.dataclass
+class GaussianFit:
+    """Mean m, factor L (covariance L L^T) and how they were obtained."""
+
+    mean: np.ndarray
+    factor: np.ndarray
+    kind: str
+    grad_evals: int
+    info: dict
+
+
+def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -> GaussianFit:
+    """Gaussian approximation used as preconditioner.
+
+    "laplace": MAP and inverse-Hessian Cholesky factor (`targets.curvature.estimate_curvature`);
+    "vi": `inertia.vi.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
+    and VI when the Laplace fit is unusable (MAP not converged or Hessian not positive definite
+    there); "none": identity factor at the MAP.
+    """
+    from ..targets.curvature import estimate_curvature
+
+    if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
+        target = target.replace(hess_matmul_fn=jax.jit(
+            lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
+    est = estimate_curvature(target, num_points=1, margin=1.0, seed=seed)
+    info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
+            "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
+    grads = est.grad_evals + 2 * est.hvp_evals
+    if precondition == "none":
+        return GaussianFit(np.asarray(est.mode), np.eye(target.dim), "none", grads, info)
+    laplace_ok = est.map_converged and est.lambda_min[0] > 0
+    if precondition == "vi" or (precondition == "auto" and not laplace_ok):
+        vi = _vi_fit(target, seed)
+        if vi is not None:
+            mean, factor, g, note = vi
+            info.update(vi=note)
+            return GaussianFit(mean, factor, "vi", grads + g, info)
+        info.update(vi="VI fit failed: Laplace fit used")
+    return GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info)
+
+
+def _vi_fit(target, seed):
+    """(mean, Cholesky factor, gradient evaluations, note) from inertia.vi.fit, or None on failure."""
+    try:
+        from ..vi import fit
+
+        r = fit(target, seed=seed)
+        mean = np.asarray(r.mean, dtype=np.float64).reshape(-1)
+        factor = np.linalg.cholesky(np.asarray(r.cov, dtype=np.float64).reshape(target.dim, -1))
+    except Exception:  # noqa: BLE001 - any failure of the fit falls back to the Laplace fit
+        return None
+    if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))):
+        return None
+    h = r.history
+    g = int(np.asarray(h.get("grad_evals", [0]))[-1]) + 2 * int(np.asarray(h.get("hvp_evals", [0]))[-1])
+    return mean, factor, g, f"{r.method}, {r.num_steps} steps"
+
+
+def whiten(target: Target, mean, factor) -> Target:
+    """V_w(z) = V(m + L z) with gradient L^T grad V(m + L z) and HVP L^T hess V(m + L z) L v."""
+    m = jnp.asarray(mean, dtype=jnp.float64)
+    F = jnp.asarray(factor, dtype=jnp.float64)
+
+    def x(z):
+        return m + F @ z
+
+    def hvp(z, v):
+        return F.T @ target.hvp(x(z), F @ v)
+
+    @jax.jit
+    def hess_matmul(z, M):  # one compiled Hessian for the curvature estimates
+        return jax.vmap(lambda v: hvp(z, v), in_axes=1, out_axes=1)(M)
+
+    return Target(dim=target.dim, potential=lambda z: target.potential(x(z)),
+                  grad=lambda z: F.T @ target.grad(x(z)), hvp=hvp, hess_matmul_fn=hess_matmul,
+                  name=f"{target.name}-whitened")
+
+
+class Curvature:
+    """Whitened Hessians met so far: extreme eigenvalues per point and their running mean (dense d)."""
+
+    def __init__(self):
+        self.lo, self.hi, self.hsum, self.count, self.hvps = [], [], None, 0, 0
+
+    def add(self, wtarget: Target, points):
+        """Add hess V_w at every finite point; returns (min, max) eigenvalue over these points."""
+        from ..targets.curvature import hessian_extremes
+
+        lo, hi = [], []
+        for z in np.asarray(points):
+            if not np.all(np.isfinite(z)):
+                continue
+            a, b, H, n = hessian_extremes(wtarget, z)
+            self.hvps += n
+            if not (math.isfinite(a) and math.isfinite(b)):
+                continue
+            lo.append(a)
+            hi.append(b)
+            if H is not None:
+                self.hsum = H if self.hsum is None else self.hsum + H
+                self.count += 1
+        self.lo += lo
+        self.hi += hi
+        return (min(lo), max(hi)) if lo else None
+
+    def spectrum(self) -> np.ndarray:
+        """Eigenvalues for the tuning Gaussian: 7 quantiles of the spectrum of the mean whitened
+        Hessian (the precision a Gaussian fit sees); without dense Hessians, 7 geometric points over
+        [min, max]. Non-positive curvature (non-log-concave regions) is floored at 1e-4 max."""
+        top = max(max(self.hi), 1e-12)
+        if self.hsum is not None and self.count == len(self.lo):
+            w = np.linalg.eigvalsh(self.hsum / self.count)
+            q = np.quantile(w, np.linspace(0.0, 1.0, 7))
+            return np.maximum(q, 1e-4 * top)
+        return np.geomspace(max(min(self.lo), 1e-4 * top), top, 7)
+
+    @property
+    def stiff(self) -> float:
+        return float(max(self.hi))
+
+
+def moments_check(a, b, bias_tol: float, alpha: float = 1e-3) -> dict:
+    """Compare draws at h (a) and h/2 (b), (chain, draw, dim), in standardised units.
+
+    For first-order schemes the bias at h is about 2 (m_h - m_{h/2}). Over the d coordinates,
+    sum (diff / se)^2 is chi-square(d) without bias (se from ArviZ's MCSE of both runs); the check
+    fails when that is significant at level `alpha` and the root-mean-square excess
+    2 sqrt(mean(diff^2 - se^2)) exceeds bias_tol, for the means or for the sds.
+    """
+    from scipy.stats import chi2
+
+    from ..diagnostics import arviz_stats
+
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        return {"passed": False, "excess": float("inf"), "reason": "non-finite warm-up draws"}
+    sa, sb = arviz_stats(a), arviz_stats(b)
+    fa, fb = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
+    scale = np.maximum(fb.std(axis=0), 1e-300)
+    out = {"passed": True, "excess": 0.0}
+    for name, diff, se in (
+            ("mean", (fa.mean(0) - fb.mean(0)) / scale, np.hypot(sa["mcse_mean"], sb["mcse_mean"]) / scale),
+            ("sd", (fa.std(0) - fb.std(0)) / scale, np.hypot(sa["mcse_sd"], sb["mcse_sd"]) / scale)):
+        stat = float(np.sum((diff / se) ** 2))
+        p = float(chi2.sf(stat, diff.size))
+        rms = 2.0 * math.sqrt(max(float(np.mean(diff**2 - se**2)), 0.0))
+        out.update({f"bias_{name}": float(2 * np.max(np.abs(diff))), f"se_{name}": float(2 * np.max(se)),
+                    f"rms_bias_{name}": rms, f"p_{name}": p})
+        if p < alpha and rms > bias_tol:
+            out["passed"] = False
+        out["excess"] = max(out["excess"], rms if p < alpha else 0.0)
+    return out
+
+
+BLOCK = 100  # every warm-up and sampling run is made of compiled blocks of this many steps
+
+
+def warmup_steps(tau: float) -> int:
+    """Warm-up length per run: 10 autocorrelation times, 200 to 2000 steps (a multiple of BLOCK)."""
+    return int(min(2000, max(200, BLOCK * math.ceil(10 * tau / BLOCK))))
+
+
+def run_warmup(target: Target, method, num_chains: int, key, *, precondition: str = "auto",
+               bias_tol: float = 0.03, init=None, runner=None, seed: int = 0):
+    """The whole warm-up; `runner(wtarget, params, state, key, steps) -> (state, draws, diverged)`
+    runs the chains. Returns (whitened target, fit, params dict, states, report)."""
+    from .tuning import tune_ess
+
+    fit = fit_gaussian(target, precondition, seed=seed)
+    wt = whiten(target, fit.mean, fit.factor)
+    d = target.dim
+    keys = jax.random.split(key, 4)
+    z0 = np.asarray(jax.random.normal(keys[0], (num_chains, d), dtype=jnp.float64))
+    if init is not None:
+        x = np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d))
+        z0 = np.linalg.solve(fit.factor, (x - fit.mean).T).T
+    curv = Curvature()
+    first = curv.add(wt, np.vstack([np.zeros((1, d)), z0]))
+    if first is None:
+        raise FloatingPointError("the Hessian of the model is not finite at its mode or at the "
+                                 "Gaussian fit's draws: the model (not the sampler) is at fault")
+    report = {"precondition": fit.kind, "fit": {**fit.info, "grad_evals": fit.grad_evals},
+              "curvature": [{"where": "mode and fit draws", "min": first[0], "max": first[1]}],
+              "bias_tol": bias_tol, "retunes": [], "bias_checks": []}
+    grads = fit.grad_evals
+    max_step = None
+
+    def tune():
+        return tune_ess(curv.spectrum(), method.name, bias_tol=bias_tol, max_step=max_step,
+                        stiff=curv.stiff)
+
+    tuned = tune()
+    steps = warmup_steps(tuned["tau"])
+    for attempt in range(MAX_HALVINGS + 1):  # first run; re-estimate curvature where the chains are
+        state, draws, div = runner(wt, tuned, z0, keys[1], steps)
+        grads += steps * method.grads_per_step
+        if not div.any():
+            break
+        max_step = tuned["step_size"] / 2
+        report["retunes"].append(f"chains diverged at h = {tuned['step_size']:.4g} in warm-up: "
+                                 f"h <= {max_step:.4g}")
+        tuned = tune()
+    else:
+        raise FloatingPointError(f"{method.name}: warm-up chains keep diverging after "
+                                 f"{MAX_HALVINGS} step-size halvings (h = {tuned['step_size']:.3g}); "
+                                 "the model is likely non-finite or unbounded somewhere")
+    more = curv.add(wt, _positions(state))
+    if more is not None:
+        report["curvature"].append({"where": "warm-up positions", "min": more[0], "max": more[1]})
+        tuned = tune()
+    for k in range(MAX_HALVINGS + 1):
+        half = dict(tuned, step_size=tuned["step_size"] / 2)
+        s_a, da, diva = runner(wt, tuned, state, keys[2], steps)
+        _, db, divb = runner(wt, half, state, keys[3], 2 * steps)
+        grads += 3 * steps * method.grads_per_step
+        chk = moments_check(da[:, steps // 4:], db[:, steps // 2:], bias_tol)
+        chk["step_size"] = tuned["step_size"]
+        report["bias_checks"].append(chk)
+        if chk["passed"]:
+            state = s_a
+            break
+        if k == MAX_HALVINGS:
+            report["retunes"].append("bias check still failing after "
+                                     f"{MAX_HALVINGS} halvings: kept h = {tuned['step_size']:.4g}")
+            if not diva.any():
+                state = s_a
+            break
+        max_step = tuned["step_size"] / 2
+        tuned = tune()
+        report["retunes"].append(f"h vs h/2 moments differ beyond bias_tol: h <= {max_step:.4g}")
+    report.update(tuning=tuned, warmup_steps=steps, grad_evals=int(grads + 2 * curv.hvps),
+                  hvp_evals=int(curv.hvps))
+    return wt, fit, tuned, state, report
+
+
+def _positions(state):
+    return np.asarray(state.position if hasattr(state, "position") else state)
+
+
+__all__ = ["GaussianFit", "fit_gaussian", "whiten", "Curvature", "moments_check", "run_warmup"]

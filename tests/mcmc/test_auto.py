@@ -1,0 +1,158 @@
+"""Automatic tuning and diagnostics: known moments within MCSE + reported bias, the WDBC default run,
+NaN regions flagged, model errors not blamed on the step size, exact autocorrelation times."""
+import json
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import inertia  # noqa: F401
+from inertia.cli import main
+from inertia.mcmc import REGISTRY, sample
+from inertia.mcmc.cli import METHODS
+from inertia.mcmc.gaussian import chain_statistics
+from inertia.mcmc.tuning import tune_ess
+from inertia.targets import from_potential, kappa_family
+
+
+@pytest.fixture(scope="module")
+def kappa100():
+    return kappa_family(4, 100.0)
+
+
+@pytest.mark.parametrize("precondition", [pytest.param("none", marks=pytest.mark.slow), "laplace"])
+def test_known_moments_within_mcse_plus_reported_bias(kappa100, precondition):
+    # correlated Gaussian, kappa = 100; unpreconditioned the tuner must cope with kappa itself
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sample(kappa100, seed=1, precondition=precondition, target_ess=400)
+    dg = res.diagnostics
+    assert dg.converged and dg.min_ess_bulk >= 400 and dg.worst_rhat <= 1.01
+    mu = np.asarray(kappa100.info["mean"])
+    sd = np.sqrt(np.diag(np.linalg.inv(np.asarray(kappa100.info["precision"]))))
+    b = res.bias["sd_rel_exact_gaussian"]
+    assert 0 < b <= 0.03 + 1e-12
+    assert np.all(np.abs(dg.mean - mu) <= 4 * dg.mcse_mean)  # means are exact on Gaussians
+    assert np.all(np.abs(dg.sd - sd) <= 4 * dg.mcse_sd + b * sd)
+    t = res.tuning
+    assert t["precondition"] == precondition and t["bias_checks"][-1]["passed"]
+    assert res.warmup_grad_evals > 0 and res.draws.shape[:2] == (4, res.num_steps)
+    lam = np.linalg.eigvalsh(np.asarray(kappa100.info["precision"]))
+    if precondition == "none":  # curvature estimated in the original coordinates
+        assert t["curvature"][0]["min"] == pytest.approx(lam[0], rel=1e-6)
+        assert t["curvature"][0]["max"] == pytest.approx(lam[-1], rel=1e-6)
+    else:  # the Laplace fit of a Gaussian whitens it exactly
+        assert t["curvature"][0]["max"] == pytest.approx(1.0, rel=1e-6)
+    assert "discretisation bias" in res.report() and "converged" in res.report()
+
+
+def test_wdbc_default_run_converges_or_exits_nonzero(capsys):
+    rc = main(["sample", "--model", "logistic", "--data", "wdbc", "--seed", "0", "--quiet",
+               "--json"])
+    out = json.loads(capsys.readouterr().out)
+    dg = out["diagnostics"]
+    assert rc in (0, 3) and (rc == 0) == out["converged"]
+    assert rc == 0  # with automatic tuning and the default target ESS it does converge
+    assert dg["max_rhat"] <= 1.01 and dg["min_ess_bulk"] >= 400
+    assert out["names"][:2] == ["intercept", "mean radius"] and len(out["names"]) == 31
+    assert out["tuning"]["precondition"] == "laplace" and out["bias"]["sd_rel_exact_gaussian"] <= 0.03
+    # posterior of the standardised WDBC logistic model (prior sd 1): intercept ~ 0.2 (sd 0.42)
+    assert abs(out["mean"][0] - 0.21) < 0.1 and abs(np.sqrt(out["cov"][0][0]) - 0.42) < 0.05
+
+
+def _nan_region():
+    # N(0, I) in 2-D, but the model is NaN for q0 > 1 with a zero gradient there
+    return from_potential(lambda q: jnp.where(q[0] > 1.0, jnp.nan, 0.5 * q @ q), 2, name="nan-region")
+
+
+def test_nan_region_is_flagged():
+    t = _nan_region()
+    assert np.all(np.asarray(t.grad(jnp.array([2.0, 0.0]))) == 0.0)  # invisible to the gradient
+    with pytest.warns(RuntimeWarning, match="potential is not finite"):
+        res = sample(t, "hfhr", step_size=0.2, gamma=2.0, alpha=0.1, num_steps=2000, seed=0,
+                     init=np.zeros(2))
+    dg = res.diagnostics
+    inside = int(np.sum(res.draws[:, 1000:, 0] > 1.0))
+    assert dg.nonfinite_potential == inside > 0 and not dg.converged
+    assert "fix the model" in dg.verdict()
+
+
+def test_model_nan_at_start_is_not_blamed_on_the_step_size():
+    t = from_potential(lambda q: jnp.sum(jnp.log(q) ** 2), 2, name="log")  # NaN at 0, the start
+    with pytest.raises((ValueError, FloatingPointError)) as err:
+        sample(t, seed=0)
+    assert "not finite at the starting point" in str(err.value)
+    assert "step" not in str(err.value).replace("starting", "")
+
+
+def test_exact_autocorrelation_times_match_a_long_run():
+    # HFHR on N(0, 1): the exact tau of q and q^2 against batch means over 128 chains
+    p = dict(step_size=0.04, gamma=0.35, alpha=2.5)
+    st = chain_statistics("hfhr", [1.0], **p)
+    one = from_potential(lambda q: 0.5 * q @ q, 1, name="n")
+    res = sample(one, "hfhr", num_chains=128, num_steps=10000, seed=2, init=np.zeros(1),
+                 diagnostics=False, **p)
+    x = res.draws[:, 2000:, 0]
+    n = x.shape[1]
+    tau = n * np.var(x.mean(1)) / np.var(x)
+    tau_sq = n * np.var((x**2).mean(1)) / np.var(x**2)
+    # 128 batch means: relative sd of the estimate ~ sqrt(2/128) = 0.125
+    assert tau == pytest.approx(float(st["tau_mean"][0, 0]), rel=0.4)
+    assert tau_sq == pytest.approx(float(st["tau_sq"][0, 0]), rel=0.4)
+    assert st["var_q"][0, 0] == pytest.approx(np.var(x), rel=0.05)
+    assert st["tau_mean_geyer"][0, 0] > st["tau_mean"][0, 0]  # negative lags are cut by Geyer
+
+
+def test_tuner_hfhr_beats_klmc_at_equal_bias():
+    lam = np.geomspace(0.5, 2.5, 7)
+    h = tune_ess(lam, "hfhr", bias_tol=0.03)
+    k = tune_ess(lam, "klmc", bias_tol=0.03)
+    assert h["sd_bias"] <= 0.03 and k["sd_bias"] <= 0.03
+    assert h["tau"] < k["tau"]
+    h2 = tune_ess(lam, "hfhr", bias_tol=0.03, max_step=h["step_size"] / 2)
+    assert h2["step_size"] <= h["step_size"] / 2 + 1e-15
+
+
+def test_cli_methods_match_registry_and_help_shows_defaults(capsys):
+    assert set(METHODS) == set(REGISTRY)
+    with pytest.raises(SystemExit):
+        main(["sample", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: 400.0)" in text and "(default: hfhr)" in text and "--allow-unconverged" in text
+    with pytest.raises(SystemExit):
+        main(["sample", "--chains", "0"])
+
+
+def test_cli_unconverged_exit_code(capsys):
+    args = ["sample", "--dim", "3", "--kappa", "10", "--step-size", "0.01", "--gamma", "1",
+            "--alpha", "0", "--steps", "200", "--target-ess", "0", "--quiet"]
+    assert main(args) == 3
+    assert "NOT CONVERGED" in capsys.readouterr().out
+    assert main(args + ["--allow-unconverged"]) == 0
+
+
+def test_numpyro_model_table_uses_constrained_sites():
+    numpyro = pytest.importorskip("numpyro")
+    import numpyro.distributions as dist
+
+    from inertia.targets import from_numpyro
+
+    y = np.random.default_rng(0).normal(1.0, 2.0, size=50)
+
+    def model(y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 10.0))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(5.0))
+        numpyro.sample("obs", dist.Normal(mu, sigma), obs=y)
+
+    t = from_numpyro(model, jnp.asarray(y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sample(t, seed=0, num_steps=2000)
+    dg = res.diagnostics
+    assert res.names == ["mu", "sigma"]  # target.info["names"] (unconstrained coordinates)
+    assert dg.names == ["mu", "sigma"]
+    # posterior of (mu, sigma) is near (mean y, sd y) with sds ~ sd(y)/sqrt(n), sd(y)/sqrt(2n)
+    s = np.std(y)
+    assert abs(dg.mean[0] - np.mean(y)) < 0.1 * s and abs(dg.mean[1] - s) < 0.15 * s
+    assert dg.q05[1] > 0
