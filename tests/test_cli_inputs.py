@@ -75,7 +75,7 @@ def test_catalog_matches_registry_and_experiments_extra():
 
 def test_every_option_has_help_and_shows_its_default():
     for name, p in _subparsers(build_parser()).items():
-        text = p.format_help()
+        text = " ".join(p.format_help().split())
         for a in p._actions:
             if isinstance(a, argparse._HelpAction):
                 continue
