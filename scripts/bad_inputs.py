@@ -336,7 +336,7 @@ CASES = [
      "import jax.numpy as jnp; from inertia.targets import from_logdensity as F\n"
      "from inertia.mcmc import sample\n"
      "t = F(lambda x: -jnp.sqrt(x @ x - 1.0), jnp.zeros(2) + 2.0, alpha=1.0, beta=1.0)\n"
-     "sample(t, num_steps=50)", "FloatingPointError",
+     "sample(t, num_steps=50)", "TargetError",
      "issue 13: blamed the step size (mcmc engineer)"),
     # API: sgmcmc
     ("calibrate num_chains 0", "api", "import numpy as np; from inertia.sgmcmc import calibrate\n"
