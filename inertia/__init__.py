@@ -2,8 +2,14 @@
 
 Importing inertia turns on JAX float64 (``jax_enable_x64``): objective gaps are reported to 1e-10.
 """
-import jax
+import os as _os
+import sys as _sys
 
-jax.config.update("jax_enable_x64", True)
+if "jax" in _sys.modules:
+    _sys.modules["jax"].config.update("jax_enable_x64", True)
+else:
+    # JAX reads this when it is first imported; importing inertia stays free of JAX until a
+    # subpackage needs it (the CLI parses its arguments first).
+    _os.environ["JAX_ENABLE_X64"] = "1"
 
 __version__ = "0.1.0"

@@ -1,61 +1,191 @@
 """Command line: `inertia fit | sample | calibrate | reproduce`.
 
 Each subcommand lives with its subpackage (`inertia.<pkg>.cli.add_parser(subparsers)` sets a
-`func(args) -> int`); this module only assembles them.
+`func(args) -> int`); this module only assembles them. Parsing imports no JAX: the subcommand
+modules are loaded without their packages' `__init__` and take their choices from
+`inertia._names`, so `--help`, `--version` and argument errors answer at once.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.util
+import os
 import sys
 from pathlib import Path
 
 SUBCOMMAND_MODULES = ("inertia.vi.cli", "inertia.mcmc.cli", "inertia.sgmcmc.cli")
+EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
+
+
+class Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless its help already states it or there is none to show
+    (required options, flags, and None defaults whose help says what happens)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or action.required or action.default is None
+                or action.default is False or action.default is argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
+def nonneg_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    return v
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
+    if not (v > 0 and v < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return v
+
+
+def check_output_file(path, option: str) -> None:
+    """Before a run: `path` can be written (parents created, not a folder); else ValueError."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path} is a folder; give a file name")
+    _check_folder(path.parent, option, f"the folder of {path}")
+
+
+def check_output_dir(path, option: str) -> None:
+    """Before a run: `path` is (or can be created as) a writable folder; else ValueError."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {path} is a file, not a folder; give a folder name")
+    _check_folder(path, option, str(path))
+
+
+def _check_folder(folder: Path, option: str, what: str) -> None:
+    import tempfile
+
+    folder = folder if str(folder) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FileExistsError:
+        raise ValueError(f"{option}: cannot create {what}: a file is in the way") from None
+    except NotADirectoryError:
+        raise ValueError(f"{option}: cannot create {what}: part of the path is a file") from None
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write into {what} ({err.strerror or err})") from None
+
+
+def _load_cli(modname: str):
+    """Import a subcommand module without running its package's __init__ (which imports JAX)."""
+    if modname in sys.modules:
+        return sys.modules[modname]
+    parent = modname.rpartition(".")[0]
+    if parent in sys.modules:
+        return importlib.import_module(modname)
+    path = Path(__file__).resolve().parent.joinpath(*modname.split(".")[1:]).with_suffix(".py")
+    if not path.is_file():
+        raise ModuleNotFoundError(modname, name=modname)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = parent
+    sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return module
 
 
 def _add_reproduce(sub):
-    p = sub.add_parser("reproduce", help="rerun one of the papers' experiments (resumable)")
-    p.add_argument("name", nargs="?", help="experiment name (omit or use --list to list them)")
-    p.add_argument("--quick", action="store_true", help="reduced size (what CI runs)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default runs/NAME[-quick])")
-    p.add_argument("--list", action="store_true", help="list the experiments")
+    from inertia.experiments._catalog import CATALOG
+
+    p = sub.add_parser(
+        "reproduce", help="rerun one of the papers' experiments (resumable)", formatter_class=Formatter,
+        description="Rerun one of the papers' experiments. Every finished cell is saved under "
+                    "--out as it completes; rerunning the same command resumes.\n\n"
+                    "experiments: " + ", ".join(sorted(CATALOG)) + " (details: --list)")
+    p.add_argument("name", nargs="?", metavar="NAME",
+                   help="experiment name (omit, or use --list, to list them)")
+    p.add_argument("--quick", action="store_true", help="reduced size (what the tests run)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: runs/NAME, or runs/NAME-quick with --quick)")
+    p.add_argument("--list", action="store_true",
+                   help="list the experiments with description, rough cost and data needs")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="where grid cells run (ray needs the optional ray extra)")
     p.add_argument("--address", default=None, help="Ray cluster address (with --backend ray)")
     p.add_argument("--reps", type=int, default=None,
                    help="repetitions per cell group, where the experiment has them (default: "
                         "the paper's)")
+    p.set_defaults(func=_run_reproduce, interrupted=_reproduce_interrupted)
 
-    def run(args):
-        from inertia import experiments
 
-        reg = experiments.registry()
-        if args.list or not args.name:
-            for name in sorted(reg):
-                print(name)
-            return 0
-        if args.name not in reg:
-            print(f"inertia reproduce: unknown experiment {args.name!r}; available: "
-                  f"{', '.join(sorted(reg))}", file=sys.stderr)
-            return 2
-        from inertia.experiments import _runner
+def _reproduce_out(args) -> Path:
+    return args.out or Path("runs") / (args.name + ("-quick" if args.quick else ""))
 
-        out = args.out or Path("runs") / (args.name + ("-quick" if args.quick else ""))
-        _runner.configure(args.backend, args.address)
-        reg[args.name](Path(out), args.quick,
-                       **({"reps": args.reps} if args.reps is not None else {}))
-        print(f"results in {out}")
+
+def _reproduce_interrupted(args) -> str:
+    out = _reproduce_out(args)
+    again = f"inertia reproduce {args.name}" + (" --quick" if args.quick else "")
+    if args.out:
+        again += f" --out {args.out}"
+    return (f"interrupted; every finished cell is saved under {out}: run `{again}` again to "
+            "resume where it stopped")
+
+
+def _run_reproduce(args) -> int:
+    from inertia.experiments._catalog import CATALOG, describe, uncatalogued
+
+    if args.list or not args.name:
+        print(describe(uncatalogued()))
         return 0
+    if args.name not in CATALOG and args.name not in uncatalogued():
+        raise ValueError(f"unknown experiment {args.name!r}; available: "
+                         f"{', '.join(sorted(CATALOG))} (see --list)")
+    if args.backend != "ray" and args.address:
+        raise ValueError("--address applies to --backend ray only")
+    out = _reproduce_out(args)
+    check_output_dir(out, "--out")
+    from inertia import experiments
+    from inertia.experiments import _runner
 
-    p.set_defaults(func=run)
+    _runner.configure(args.backend, args.address)
+    experiments.registry()[args.name](Path(out), args.quick,
+                                      **({"reps": args.reps} if args.reps is not None else {}))
+    print(f"results in {out}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="inertia", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    from inertia import __version__
+
+    parser = argparse.ArgumentParser(prog="inertia", description=__doc__.splitlines()[0],
+                                     formatter_class=Formatter)
+    parser.add_argument("--version", action="version", version=f"inertia {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for modname in SUBCOMMAND_MODULES:
         try:
-            module = importlib.import_module(modname)
+            module = _load_cli(modname)
         except ModuleNotFoundError as err:
             if err.name != modname:
                 raise
@@ -67,8 +197,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _enable_compilation_cache():
     """Reuse XLA compilations across CLI runs (JAX's persistent cache, under the user cache dir)."""
-    import os
-
     import jax
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -78,17 +206,103 @@ def _enable_compilation_cache():
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split()) or type(err).__name__
+    if isinstance(err, KeyError):
+        text = f"unknown key {text}"
+    elif isinstance(err, OSError) and err.filename is not None and err.strerror:
+        text = f"{err.strerror}: {err.filename}"
+    return text
+
+
+_INTERRUPT = {"reported": False}
+
+
+def _interrupt_line(args) -> str:
+    note = getattr(args, "interrupted", None)
+    msg = note(args) if callable(note) else ("interrupted; nothing was written (outputs are "
+                                             "written when the run finishes)")
+    return f"inertia {args.command}: {msg}"
+
+
+def _watch_interrupts(args, grace: float = 2.0) -> None:
+    """End the process on SIGINT even while the main thread sits in a long compiled computation.
+
+    Python runs its SIGINT handler (KeyboardInterrupt) only between bytecodes, so a Ctrl-C during
+    an XLA call would wait for the whole call. The C-level handler also writes the signal number to
+    the wakeup fd at once; this thread reads it and, if the main thread has not reported the
+    interrupt within `grace` seconds, prints the one line and exits with status 130. Every output
+    is written atomically or at the end, so nothing is left half-written.
+    """
+    import signal
+    import socket
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    _INTERRUPT["sockets"] = (r, w)  # keep the fds open for the process's life
+    try:
+        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        return
+
+    def watch():
+        while True:
+            data = r.recv(64)
+            if not data:
+                return
+            if signal.SIGINT in data:
+                time.sleep(grace)
+                if not _INTERRUPT["reported"]:
+                    _INTERRUPT["reported"] = True
+                    sys.stdout.flush()
+                    print(f"\n{_interrupt_line(args)}", file=sys.stderr, flush=True)
+                    os._exit(EXIT_INTERRUPTED)
+
+    threading.Thread(target=watch, name="inertia-sigint", daemon=True).start()
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    _enable_compilation_cache()
-    from ._threads import single_blas_thread
-
+    prefix = f"inertia {args.command}"
     try:
+        if argv is None:  # a real command line, not a call from Python (tests)
+            _watch_interrupts(args)
+            import warnings
+
+            warnings.formatwarning = (lambda message, category, *_a, **_k:
+                                      f"{prefix}: warning: {message}\n")
+        if args.command != "reproduce" or (args.name and not args.list):
+            _enable_compilation_cache()
+        from ._threads import single_blas_thread
+
         with single_blas_thread():
             return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError, KeyError, FloatingPointError) as err:
-        print(f"inertia {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    except KeyboardInterrupt:
+        if not _INTERRUPT["reported"]:
+            _INTERRUPT["reported"] = True
+            print(f"\n{_interrupt_line(args)}", file=sys.stderr)
+        if argv is None:
+            # an interrupted XLA computation may still run on other threads, and interpreter
+            # teardown under it can crash: leave at once (outputs are atomic or not yet written)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
+    except (ValueError, OSError, KeyError, FloatingPointError, ImportError, MemoryError) as err:
+        print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)
+        if os.environ.get("INERTIA_DEBUG"):
+            raise
+        return EXIT_ERROR
+    except Exception as err:  # a bug or a backend failure: one line, the trace on request
+        if os.environ.get("INERTIA_DEBUG"):
+            raise
+        print(f"{prefix}: internal error: {type(err).__name__}: {_one_line(err)} (set "
+              "INERTIA_DEBUG=1 to see the traceback, and please report it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from pathlib import Path
 from typing import Callable, NamedTuple, Optional
 
@@ -41,13 +42,30 @@ class DatasetSpec:
     parser: Optional[Callable] = None  # path -> (X, y, feature_names, target_name)
     package_loader: Optional[Callable] = None
     origin: str = ""
+    packaged: bool = False          # a gzip copy ships in inertia/data/files (CC BY 4.0 sets)
+    citation: str = ""
 
 
 # ---------------------------------------------------------------------------------------------
 # Parsers of the cache formats (see /shared/data/README.md and docs/data.md).
 
+class _Blob(NamedTuple):
+    """In-memory file contents (a packaged data file) that the parsers read like a path."""
+
+    name: str
+    data: bytes
+
+    def read_bytes(self) -> bytes:
+        return self.data
+
+
+def _name(path) -> str:
+    return path.name if isinstance(path, _Blob) else Path(path).name
+
+
 def _read_lines(path) -> list[str]:
-    text = Path(path).read_bytes().decode("utf-8")
+    raw = path.read_bytes() if isinstance(path, _Blob) else Path(path).read_bytes()
+    text = raw.decode("utf-8")
     return [ln.strip() for ln in text.splitlines() if ln.strip()]
 
 
@@ -63,7 +81,7 @@ def _headerless(label_map: Optional[dict], names: list[str], target: str):
         else:
             bad = sorted(set(raw) - set(label_map))
             if bad:
-                raise DatasetError(f"{Path(path).name}: unexpected labels {bad[:5]}")
+                raise DatasetError(f"{_name(path)}: unexpected labels {bad[:5]}")
             y = np.array([label_map[v] for v in raw], dtype=np.int64)
         return X, y, list(names), target
 
@@ -77,7 +95,7 @@ def _with_header(sep: str, target: str, dtype=np.float64):
         lines = _read_lines(path)
         header = [h.strip() for h in lines[0].split(sep)]
         if target not in header:
-            raise DatasetError(f"{Path(path).name}: no column {target!r} in header {header}")
+            raise DatasetError(f"{_name(path)}: no column {target!r} in header {header}")
         table = np.array([[float(v) for v in ln.split(sep)] for ln in lines[1:]], dtype=np.float64)
         j = header.index(target)
         keep = [i for i in range(len(header)) if i != j]
@@ -184,7 +202,12 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
         sources=((f"{UCI}/undocumented/connectionist-bench/sonar/sonar.all-data", _csv_as_is),
                  ("openml:40", _arff_to_csv({"Mine": "M", "Rock": "R"}))),
         parser=_headerless({"M": 1, "R": 0}, [f"attribute_{i}" for i in range(1, 61)], "mine"),
-        origin="Gorman & Sejnowski; UCI / OpenML 40; CC BY 4.0"),
+        origin="Gorman & Sejnowski; UCI / OpenML 40; CC BY 4.0",
+        packaged=True,
+        citation=("Gorman, R. P. & Sejnowski, T. J. (1988). Analysis of hidden units in a "
+                  "layered network trained to classify sonar targets. Neural Networks 1, 75-89."
+                  " Connectionist Bench (Sonar, Mines vs. Rocks), UCI Machine Learning "
+                  "Repository, doi:10.24432/C5T01Q")),
     DatasetSpec(
         "ionosphere", "classification", 351, 34, "good (g) = 1, bad (b) = 0",
         filename="ionosphere.csv",
@@ -193,7 +216,12 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
         sources=((f"{UCI}/ionosphere/ionosphere.data", _csv_as_is),
                  ("openml:59", _arff_to_csv())),
         parser=_headerless({"g": 1, "b": 0}, [f"a{i:02d}" for i in range(1, 35)], "good"),
-        origin="Sigillito et al.; UCI / OpenML 59; CC BY 4.0"),
+        origin="Sigillito et al.; UCI / OpenML 59; CC BY 4.0",
+        packaged=True,
+        citation=("Sigillito, V. G., Wing, S. P., Hutton, L. V. & Baker, K. B. (1989). "
+                  "Classification of radar returns from the ionosphere using neural networks. "
+                  "Johns Hopkins APL Technical Digest 10, 262-266. Ionosphere, UCI Machine "
+                  "Learning Repository, doi:10.24432/C5W01B")),
     DatasetSpec(
         "wdbc", "classification", 569, 30, "benign = 1, malignant = 0 (scikit-learn's coding)",
         package_loader=_sklearn_wdbc,
@@ -215,7 +243,10 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
         sources=((f"{UCI}/00267/data_banknote_authentication.txt", _csv_as_is),
                  ("openml:1462", _arff_to_csv({"1": "0", "2": "1"}))),
         parser=_headerless(None, ["variance", "skewness", "curtosis", "entropy"], "class"),
-        origin="Lohweg; UCI / OpenML 1462; CC BY 4.0"),
+        origin="Lohweg; UCI / OpenML 1462; CC BY 4.0",
+        packaged=True,
+        citation=("Lohweg, V. (2012). Banknote Authentication, UCI Machine Learning Repository,"
+                  " doi:10.24432/C55P57")),
     DatasetSpec(
         "german", "classification", 1000, 20, "Creditability: good = 1 (700), bad = 0",
         filename="german.csv",
@@ -223,7 +254,10 @@ DATASETS: dict[str, DatasetSpec] = {s.name: s for s in [
         content_sha256="17911f00ca141d0c49ac10cb5c8fdec9307e31865d0e31d9d2ea95b113f99978",
         sources=((f"{UCI}/statlog/german/german.data", _german_from_uci),),
         parser=_with_header(";", "Creditability", np.int64),
-        origin="Hofmann (1994), Statlog German credit, integer-coded; UCI; CC BY 4.0"),
+        origin="Hofmann (1994), Statlog German credit, integer-coded; UCI; CC BY 4.0",
+        packaged=True,
+        citation=("Hofmann, H. (1994). Statlog (German Credit Data), UCI Machine Learning "
+                  "Repository, doi:10.24432/C5NC77")),
     DatasetSpec(
         "boston", "regression", 506, 13, "MEDV (median home value, $1000s)",
         filename="boston.csv",
@@ -317,6 +351,41 @@ def _download(spec: DatasetSpec, folder: Path, origin: str):
         + _cache.fill_hint(spec.filename, folder))
 
 
+def packaged_file(name: str):
+    """The gzip copy of a data set shipped inside the package (a Traversable), or None."""
+    from importlib import resources
+
+    spec = _spec(name)
+    if not spec.packaged:
+        return None
+    res = resources.files(__package__) / "files" / f"{spec.filename}.gz"
+    return res if res.is_file() else None
+
+
+def _packaged_table(spec: DatasetSpec):
+    """Parse the shipped gzip copy after checking its decompressed bytes against `spec.sha256`."""
+    import gzip
+
+    res = packaged_file(spec.name)
+    data = gzip.decompress(res.read_bytes())
+    digest = _cache.sha256_bytes(data)
+    if digest != spec.sha256:
+        raise DatasetError(
+            f"the packaged copy of {spec.name!r} ({res}) has sha256 {digest}, expected "
+            f"{spec.sha256}: the installation is damaged; reinstall inertia, or put "
+            f"{spec.filename} in the cache folder (${_cache.ENV_DIR}).")
+    return spec.parser(_Blob(spec.filename, data))
+
+
+def available(name: str, cache_dir=None) -> bool:
+    """True when `load_dataset(name)` needs no download: shipped with scikit-learn or inertia, or
+    its file is in the cache folder (`cache_dir`, else $INERTIA_DATA_DIR, else the user cache)."""
+    spec = _spec(name)
+    if spec.package_loader is not None or packaged_file(name) is not None:
+        return True
+    return (_cache.cache_dir(cache_dir) / spec.filename).is_file()
+
+
 def _raw_table(spec: DatasetSpec, cache_dir, download):
     if spec.package_loader is not None:
         return spec.package_loader()
@@ -324,15 +393,19 @@ def _raw_table(spec: DatasetSpec, cache_dir, download):
     path = folder / spec.filename
     if path.is_file():
         return _parse_verified(spec, path)
+    if packaged_file(spec.name) is not None:
+        return _packaged_table(spec)
     allowed = (not _cache.offline()) if download is None else bool(download)
     if not allowed:
-        why = f"{_cache.ENV_OFFLINE} is set" if download is None else "download=False"
+        why = (f"{_cache.ENV_OFFLINE}={os.environ.get(_cache.ENV_OFFLINE)} is set in the "
+               "environment" if download is None else "download=False")
         raise DatasetError(
             f"dataset {spec.name!r}: file {spec.filename} is not in the cache folder {folder} "
             f"({_cache.cache_dir_origin(cache_dir)}) and downloading is off ({why}). "
             + _cache.fill_hint(spec.filename, folder)
-            + f" With a network, allow the download (unset {_cache.ENV_OFFLINE}; download=True) "
-            "to fetch it from "
+            + " With a network, allow the download ("
+            + (f"unset {_cache.ENV_OFFLINE}" if download is None else "download=True or None")
+            + ") to fetch it from "
             f"{', '.join(s for s, _ in spec.sources)}.")
     return _download(spec, folder, _cache.cache_dir_origin(cache_dir))
 

@@ -50,6 +50,8 @@ class CellStore:
 
     def __init__(self, root):
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ValueError(f"output folder {self.root} is a file; give a folder name")
         self.root.mkdir(parents=True, exist_ok=True)
         self.computed = 0
         self.reused = 0
@@ -61,7 +63,13 @@ class CellStore:
         return self.path(key).exists()
 
     def load(self, key: str):
-        return json.loads(self.path(key).read_text())
+        """The saved cell; a truncated or corrupt file raises ValueError naming it."""
+        path = self.path(key)
+        try:
+            return json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise ValueError(f"saved cell {path} is unreadable (truncated or corrupt: {err}); "
+                             "delete it and rerun to recompute that cell") from None
 
     def save(self, key: str, value) -> None:
         dump_json(value, self.path(key))

@@ -105,6 +105,68 @@ def _resolve_model(model, data, loss_kw) -> Model:
     raise ValueError("model must be a Model, a name ('linear', 'poisson', 'logistic') or a loss")
 
 
+class NoEstimateError(ValueError):
+    """theta_hat = argmin L does not exist (separation, all-zero counts) or is not unique;
+    `parameter` is the index the loss's escape direction weights most (None if not applicable)."""
+
+    def __init__(self, message: str, parameter: Optional[int] = None):
+        super().__init__(message)
+        self.parameter = parameter
+
+
+def _recession_direction(X: np.ndarray, zero_on: np.ndarray, sign: np.ndarray):
+    """A direction v != 0 with sign_i x_i^T v <= 0 for all i, = 0 where `zero_on`, and < 0 for
+    some i (the loss then decreases forever along v), by a linear program; None if there is none."""
+    import scipy.optimize
+
+    A = sign[:, None] * X                      # want A v <= 0, A v >= -1 (bounded), sum A v min
+    free = ~zero_on
+    A_ub = np.vstack([A[free], -A[free]])
+    b_ub = np.concatenate([np.zeros(free.sum()), np.ones(free.sum())])
+    A_eq = A[zero_on] if zero_on.any() else None
+    b_eq = np.zeros(zero_on.sum()) if zero_on.any() else None
+    res = scipy.optimize.linprog(A[free].sum(0), A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
+                                 bounds=[(None, None)] * X.shape[1], method="highs")
+    if res.status != 0 or res.fun > -1e-7:
+        return None
+    return res.x
+
+
+def check_estimate_exists(model: Model) -> None:
+    """Raise NoEstimateError when theta_hat does not exist or is not unique for a GLM without a
+    full-rank prior: fewer rows than parameters, collinear predictors, perfect or quasi-complete
+    separation (logistic), or a direction along which every count's mean can shrink (Poisson)."""
+    if not model.is_glm or np.linalg.matrix_rank(model.gamma) == model.dim:
+        return
+    X, y = np.asarray(model.X, np.float64), np.asarray(model.y, np.float64)
+    n, d = X.shape
+    kind = model.info.get("kind")
+    if n <= d and kind == "linear":
+        raise NoEstimateError(f"{n} observation(s) for {d} parameters: a linear model needs more "
+                              "rows than parameters (the residual scale would be 0)")
+    rank = np.linalg.matrix_rank(X)
+    if rank < d:
+        raise NoEstimateError(f"the design matrix has rank {rank} < {d} parameters (collinear or "
+                              "constant predictors, or too few rows): theta_hat is not unique; "
+                              "drop redundant columns or add rows")
+    v = None
+    if kind == "logistic":
+        v = _recession_direction(X, np.zeros(n, bool), -(2 * y - 1))
+        what = ("the classes are perfectly (or quasi-completely) separable by the predictors, so "
+                "the logistic MLE does not exist (the fit runs off to infinity)")
+    elif kind == "poisson":
+        v = _recession_direction(X, y > 0, np.ones(n))
+        what = ("the zero counts can be fitted exactly by letting some mean go to 0 (e.g. all "
+                "counts are 0), so the Poisson MLE does not exist")
+    if v is not None:
+        top = int(np.argmax(np.abs(v)))
+        raise NoEstimateError(f"{what}; the loss keeps decreasing along a direction weighted "
+                              f"most on parameter {top}. Remove the separating predictor(s) or "
+                              "add a prior (prior_precision=)", parameter=top)
+
+
+
+
 @blas_limited
 def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", num_steps: int,
               seed: int = 0, temperature=math.inf, momentum: float = 0.0,
@@ -128,6 +190,20 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
                     num_obs=m.num_obs, dim=m.dim)
     if num_steps < 2:
         raise ValueError("num_steps must be at least 2")
+    if int(num_chains) != num_chains or num_chains < 1:
+        raise ValueError(f"num_chains must be a whole number >= 1; got {num_chains}")
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be in [0, 1) (1 means no friction: the iterates never "
+                         f"settle); got {momentum}")
+    if not (float(temperature) > 0):
+        raise ValueError(f"temperature (the inverse temperature beta) must be > 0 (inf for SGD); "
+                         f"got {temperature}")
+    if int(batch_size) != batch_size or not 1 <= batch_size <= m.num_obs:
+        raise ValueError(f"batch_size must be a whole number in [1, N = {m.num_obs}]; "
+                         f"got {batch_size}")
+    if subsample is not None and not 1 <= subsample:
+        raise ValueError(f"subsample must be >= 1; got {subsample}")
+    check_estimate_exists(m)
     t0 = time.perf_counter()
     curv = offline(m, subsample=subsample, seed=seed)
     t1 = time.perf_counter()
@@ -189,4 +265,5 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
                              curvature=curv, settings=settings, seconds=seconds)
 
 
-__all__ = ["calibrate", "CalibrationResult", "CalibrationWarning", "empirical_ess", "rel_fro"]
+__all__ = ["calibrate", "CalibrationResult", "CalibrationWarning", "NoEstimateError",
+           "check_estimate_exists", "empirical_ess", "rel_fro"]

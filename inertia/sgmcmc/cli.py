@@ -7,14 +7,17 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 
 
 def read_csv(path, response: str):
     """(X, y, predictor names) from a CSV with a header row; every cell must be numeric."""
+    import numpy as np
+
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"CSV file not found: {path}")
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a CSV file")
     text = path.read_text()
     if not text.strip():
         raise ValueError(f"{path}: the file is empty")
@@ -49,28 +52,84 @@ def read_csv(path, response: str):
 
 
 def _inv_temp(s: str) -> float:
-    v = float(s)
+    """argparse type of --temperature: the inverse temperature beta in (0, inf]."""
+    import argparse
+
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'inf', got {s!r}") from None
     if not v > 0:
-        raise ValueError(f"--temperature (inverse temperature beta) must be > 0; got {s}")
+        raise argparse.ArgumentTypeError(
+            f"the inverse temperature beta must be > 0 (inf: SGD; N: posterior-scale SGLD); "
+            f"got {s}")
+    return v
+
+
+def _momentum(s: str) -> float:
+    """argparse type of --momentum: a number in [0, 1)."""
+    import argparse
+
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {s!r}") from None
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(
+            f"must be in [0, 1) (1 removes all friction: the iterates never settle); got {s}")
+    return v
+
+
+def _beta_div(s: str) -> float:
+    """argparse type of --beta-div: a number > 1."""
+    import argparse
+
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number > 1, got {s!r}") from None
+    if not (1 < v < math.inf):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 1 (-> 1 is the log loss); "
+                                         f"got {s}")
     return v
 
 
 def run(args) -> int:
-    from .calibrate import calibrate
+    if args.json is not None:
+        from inertia.cli import check_output_file
+
+        check_output_file(args.json, "--json")
+    X, y, names = read_csv(args.csv, args.response)
+    n, d = X.shape[0], X.shape[1] + 1
+    if n <= d:
+        raise ValueError(f"{args.csv}: {n} data row(s) for {d} parameters (intercept + "
+                         f"{d - 1} predictors); calibrate needs more rows than parameters")
+    if args.batch_size > X.shape[0]:
+        raise ValueError(f"--batch-size {args.batch_size} exceeds the {X.shape[0]} data rows of "
+                         f"{args.csv}")
+    from .calibrate import NoEstimateError, calibrate
     from .models import make_model
 
-    X, y, names = read_csv(args.csv, args.response)
     kw = {"intercept": True}
     if args.model == "linear":
         kw.update(loss=args.loss, beta_div=args.beta_div)
     elif args.loss != "log":
         raise ValueError("--loss beta applies to --model linear only")
-    model = make_model(args.model, X, y, **kw)
+    params = ["(intercept)"] + names
+    try:
+        from .calibrate import check_estimate_exists
+
+        model = make_model(args.model, X, y, **kw)
+        check_estimate_exists(model)
+    except NoEstimateError as err:
+        which = f" (most: column {params[err.parameter]!r})" if err.parameter is not None else ""
+        raise ValueError(f"{args.csv}: {err}{which}") from None
     res = calibrate(model, batch_size=args.batch_size, tuning=args.tuning,
                     num_steps=args.steps, seed=args.seed, temperature=args.temperature,
                     momentum=args.momentum, subsample=args.subsample,
                     replacement=not args.without_replacement, num_chains=args.chains)
-    params = ["(intercept)"] + names
+    import numpy as np
+
     sd_t = np.sqrt(np.diag(res.target_cov))
     sd_p = np.sqrt(np.diag(res.predicted_cov))
     sd_e = np.sqrt(np.diag(res.empirical_cov))
@@ -99,31 +158,43 @@ def run(args) -> int:
 
 def add_parser(subparsers):
     """Add `inertia calibrate` (the issue's CLI contract)."""
+    from inertia._names import SGMCMC_TUNINGS
+    from inertia.cli import Formatter, positive_int
+
     p = subparsers.add_parser(
         "calibrate", help="SGD/SGLD tuned so its stationary covariance is the sandwich covariance",
+        formatter_class=Formatter,
         description="Algorithm 1 (Wang, Huggins et al.): MAP, sandwich covariance, tuned "
                     "preconditioner Lambda, SG(L)D draws and predicted vs empirical covariance. "
-                    "An intercept column is added; no prior.")
-    p.add_argument("--csv", required=True, type=Path, help="CSV file with a header row")
+                    "An intercept column is added; no prior. Tuning rules (docs/sgmcmc.md): "
+                    "dq-exact (the paper's rule, eq. 15 solved exactly), and the baselines ct "
+                    "(eq. 7, SGD only), dq-const (eq. 9 with C = J/B) and lr-ws (eq. 9-10).")
+    p.add_argument("--csv", required=True, type=Path,
+                   help="CSV file with a header row; every cell numeric")
     p.add_argument("--response", required=True, help="name of the response column")
-    p.add_argument("--model", required=True, choices=["linear", "poisson", "logistic"])
+    p.add_argument("--model", required=True, choices=["linear", "poisson", "logistic"],
+                   help="GLM: linear (Gaussian or beta loss), poisson (log link), logistic "
+                        "(response 0/1)")
     p.add_argument("--loss", choices=["log", "beta"], default="log",
                    help="linear model loss: Gaussian log loss or beta-divergence")
-    p.add_argument("--beta-div", type=float, default=1.5, help="beta-divergence power (> 1)")
-    p.add_argument("--batch-size", required=True, type=int)
-    from .tuning import METHODS
-
-    p.add_argument("--tuning", choices=list(METHODS), default="dq-exact")
-    p.add_argument("--steps", required=True, type=int, help="SG(L)D steps per chain")
-    p.add_argument("--seed", required=True, type=int)
+    p.add_argument("--beta-div", type=_beta_div, default=1.5,
+                   help="beta-divergence power (> 1; with --loss beta)")
+    p.add_argument("--batch-size", required=True, type=positive_int,
+                   help="minibatch size B (1..number of rows)")
+    p.add_argument("--tuning", choices=SGMCMC_TUNINGS, default="dq-exact",
+                   help="rule that sets the preconditioner Lambda (see above)")
+    p.add_argument("--steps", required=True, type=positive_int, help="SG(L)D steps per chain")
+    p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--temperature", type=_inv_temp, default=math.inf, metavar="INV_TEMP",
                    help="inverse temperature beta (default inf: SGD; N: posterior-scale SGLD)")
-    p.add_argument("--momentum", type=float, default=0.0, metavar="K", help="momentum in [0, 1)")
-    p.add_argument("--json", type=Path, default=None, metavar="PATH", help="write results as JSON")
-    p.add_argument("--subsample", type=int, default=None, metavar="M",
+    p.add_argument("--momentum", type=_momentum, default=0.0, metavar="K",
+                   help="momentum in [0, 1)")
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="write results as JSON (default: none)")
+    p.add_argument("--subsample", type=positive_int, default=None, metavar="M",
                    help="offline subsample size for theta_hat, J and I (default: all rows)")
     p.add_argument("--without-replacement", action="store_true",
                    help="draw minibatches without replacement")
-    p.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
+    p.add_argument("--chains", type=positive_int, default=4, help="number of chains")
     p.set_defaults(func=run)
     return p

@@ -9,43 +9,69 @@ from pathlib import Path
 
 
 def add_parser(sub):
-    from ..targets.zoo import MODELS
-    from .registry import METHODS
+    from .._names import DATASETS, VI_METHODS, VI_MODELS
+    from ..cli import Formatter, positive_float, positive_int
 
-    p = sub.add_parser("fit", help="fit a Gaussian approximation (accelerated Gaussian VI)",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser(
+        "fit", help="fit a Gaussian approximation (accelerated Gaussian VI)",
+        formatter_class=Formatter,
+        description="Fit a full-covariance Gaussian q = N(m, CC^T) to a model by accelerated "
+                    "Gaussian VI (Park, Jang & Chen 2026). Methods (README 'Methods'): "
+                    "exact-apg uses exact expectations (no minibatch); fd-*/paired-* are "
+                    "Cholesky-coordinate proximal (-prox) or projected (-proj) methods with the "
+                    "finite-difference or paired Hessian estimators; stl-proj / price-stl-proj "
+                    "use the symmetric root and the STL / Price-STL estimators; dgg-prox, dgg-stl, "
+                    "price-spgd, fb-gvi, svrgvi are the baselines.")
     p.add_argument("--model", required=True, metavar="MODEL",
-                   help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, or a log "
-                        "density NAME(params, data) with NAME_init in the file)")
+                   help=f"one of {', '.join(VI_MODELS)} (gaussian-kappa: Gaussian with condition "
+                        "number --kappa in --dim dimensions; logistic / probit: Bayesian GLM on "
+                        "--data; graph-probit: kNN-graph probit posterior on --data), or "
+                        "FILE.py:NAME (a NumPyro model, or a log density NAME(params, data) with "
+                        "NAME_init in the file)")
     p.add_argument("--data", default=None,
-                   help="built-in data set name (wdbc, diabetes, sonar, ionosphere, banknote, "
-                        "german, pima, boston) or a CSV path (columns passed to a model file)")
-    p.add_argument("--response", default=None, help="response column of a CSV --data (binary)")
-    p.add_argument("--dim", type=int, default=8, help="dimension (gaussian-kappa)")
-    p.add_argument("--kappa", type=float, default=300.0, help="condition number (gaussian-kappa)")
-    p.add_argument("--prior-scale", type=float, default=1.0, help="prior sd s0 (logistic/probit)")
-    p.add_argument("--method", default=None, choices=sorted(METHODS),
+                   help=f"built-in data set name ({', '.join(DATASETS)}; default wdbc, sonar "
+                        "for graph-probit; pima and boston need $INERTIA_DATA_DIR or a "
+                        "download, docs/data.md) or a CSV path (columns passed to a model file)")
+    p.add_argument("--response", default=None,
+                   help="response column of a CSV --data (binary; no default)")
+    p.add_argument("--dim", type=positive_int, default=8, help="dimension (gaussian-kappa)")
+    p.add_argument("--kappa", type=positive_float, default=300.0,
+                   help="condition number (gaussian-kappa)")
+    p.add_argument("--prior-scale", type=positive_float, default=1.0,
+                   help="prior sd s0 (logistic/probit)")
+    p.add_argument("--method", default=None, choices=sorted(VI_METHODS),
                    help="VI method; default: automatic (stl-proj with estimated bounds, restart, "
                         "stopping rule and averaging)")
-    p.add_argument("--no-accel", action="store_true", help="run the non-accelerated twin")
-    p.add_argument("--batch-size", type=int, default=None,
+    p.add_argument("--no-accel", action="store_true",
+                   help="run the non-accelerated twin (same estimator and step, no momentum)")
+    p.add_argument("--batch-size", type=positive_int, default=None,
                    help="draws per update; default min(64, max(8, d/2)) (1 for exact-apg)")
-    p.add_argument("--steps", type=int, default=None,
+    p.add_argument("--steps", type=positive_int, default=None,
                    help="updates; default 1000 with a method, at most 20000 in automatic mode "
                         "(the stopping rule ends it earlier)")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--tol", type=float, default=None,
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
+    p.add_argument("--tol", type=positive_float, default=None,
                    help="stopping rule tolerance in nats (default 1e-4 in automatic mode)")
-    p.add_argument("--checkpoint-every", type=int, default=None)
-    p.add_argument("--step-size", type=float, default=None, help="override the default step")
-    p.add_argument("--json", type=Path, default=None, help="write the result as JSON")
-    p.add_argument("--plot", type=Path, default=None, help="write a PNG of the convergence trace")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--checkpoint-every", type=positive_int, default=None,
+                   help="record a checkpoint every this many updates (default: automatic)")
+    p.add_argument("--step-size", type=positive_float, default=None,
+                   help="override the method's default step size (README 'Methods')")
+    p.add_argument("--json", type=Path, default=None,
+                   help="write the result as JSON to this file (default: none)")
+    p.add_argument("--plot", type=Path, default=None,
+                   help="write a PNG of the convergence trace to this file (needs matplotlib; "
+                        "default: none)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
+    from ..cli import check_output_file
+
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None:
+            check_output_file(path, option)
     from ..targets.zoo import make_target
     from .fit import fit
     from .registry import METHODS

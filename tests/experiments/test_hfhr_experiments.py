@@ -1,26 +1,21 @@
 """The four HFHR experiments at --quick: outputs written, numbers sane, a rerun recomputes nothing."""
 import json
-import os
 
 import numpy as np
 import pytest
 
 import inertia  # noqa: F401
 from inertia.experiments import registry
+from inertia.experiments._catalog import CATALOG
 
 NAMES = ["hfhr-gaussian", "hfhr-logistic", "hfhr-bnn", "hfhr-mixture"]
 PNG = {"hfhr-gaussian": "w2_vs_grads.png", "hfhr-logistic": "error_vs_grads.png",
        "hfhr-bnn": "test_loglik_vs_grads.png", "hfhr-mixture": "switches_vs_grads.png"}
 
 
-@pytest.fixture(autouse=True)
-def data_dir(monkeypatch):
-    if "INERTIA_DATA_DIR" not in os.environ and os.path.isdir("/work/shared/data"):
-        monkeypatch.setenv("INERTIA_DATA_DIR", "/work/shared/data")
-
-
 @pytest.mark.parametrize("name", NAMES)
-def test_quick_run_and_resume(name, tmp_path):
+def test_quick_run_and_resume(name, tmp_path, require_data):
+    require_data(*CATALOG[name].data_quick)
     if name == "hfhr-logistic":
         pytest.importorskip("numpyro")
     run = registry()[name]

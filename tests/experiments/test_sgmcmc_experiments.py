@@ -1,26 +1,21 @@
 """Each sgmcmc experiment at --quick: outputs written, numbers sane, a rerun recomputes nothing."""
 import json
 import math
-import os
 
 import pytest
 
 import inertia  # noqa: F401
 from inertia.experiments import registry
+from inertia.experiments._catalog import CATALOG
 
 NAMES = ["sgmcmc-linear", "sgmcmc-linear-code", "sgmcmc-poisson-code", "sgmcmc-boston",
          "sgmcmc-boston-code", "sgmcmc-poisson", "sgmcmc-predict", "sgmcmc-nn",
          "sgmcmc-cost"]
 
 
-@pytest.fixture(autouse=True)
-def _data_dir(monkeypatch):
-    if "INERTIA_DATA_DIR" not in os.environ and os.path.isdir("/work/shared/data"):
-        monkeypatch.setenv("INERTIA_DATA_DIR", "/work/shared/data")
-
-
 @pytest.mark.parametrize("name", NAMES)
-def test_quick_run_and_resume(name, tmp_path):
+def test_quick_run_and_resume(name, tmp_path, require_data):
+    require_data(*CATALOG[name].data_quick)
     run = registry()[name]
     first = run(tmp_path, True)
     assert first["cells_computed"] > 0 and first["cells_reused"] == 0

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from inertia.experiments import registry
+from inertia.experiments._catalog import CATALOG
 from inertia.experiments.vi_experiments import variants
 
 NAMES = ["kappa-scaling", "gaussian-methods", "graph-probit", "logistic"]
@@ -49,7 +50,8 @@ CHECKS = {"kappa-scaling": _check_kappa, "gaussian-methods": _check_gaussian,
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_quick_run_and_resume(name, tmp_path):
+def test_quick_run_and_resume(name, tmp_path, require_data):
+    require_data(*CATALOG[name].data_quick)
     run = registry()[name]
     first = run(tmp_path, True)
     assert first["cells_computed"] > 0 and first["cells_reused"] == 0

@@ -98,7 +98,7 @@ def test_cli_bad_input(tmp_path, make_hetero):
         a.func(a)
     dup = tmp_path / "dup.csv"
     dup.write_text("y,x1,x2\n" + "".join(f"{i % 3},{i},{2 * i}\n" for i in range(20)))
-    with pytest.raises(ValueError, match="singular curvature J"):
+    with pytest.raises(ValueError, match="has rank 2 < 3 parameters"):
         a = _parser().parse_args(base + ["--csv", str(dup), "--response", "y"])
         a.func(a)
     with pytest.raises(FileNotFoundError):

@@ -1,6 +1,5 @@
 """Graph-probit target: kNN graph, Laplacian, curvature bounds, derivatives, reference optimum."""
 import math
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -15,9 +14,6 @@ from inertia.targets.graph_probit import (graph_probit, graph_probit_dataset,
                                           graph_probit_objective, graph_probit_reference,
                                           knn_graph, normalized_laplacian)
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-
-
 @pytest.fixture(scope="module")
 def small():
     """A small synthetic two-cluster problem (n = 40, p = 3): distances have no ties."""
@@ -29,9 +25,7 @@ def small():
 
 @pytest.fixture(scope="module")
 def sonar():
-    if not SHARED.is_dir():
-        pytest.skip(f"shared data cache {SHARED} not present (../shared/data)")
-    return graph_probit_dataset("sonar", cache_dir=SHARED)
+    return graph_probit_dataset("sonar")  # ships with the package
 
 
 def test_knn_graph_matches_sklearn(small):
@@ -137,8 +131,6 @@ def test_reference_meets_acceptance_on_sonar(sonar):
         assert graph_probit_objective(Q, yt, m + dm, S + dS, 192) > F
 
 
-def test_dataset_constructor_rejects_regression(monkeypatch):
-    if not SHARED.is_dir():
-        pytest.skip(f"shared data cache {SHARED} not present")
+def test_dataset_constructor_rejects_regression():
     with pytest.raises(TargetError, match="classification"):
         graph_probit_dataset("diabetes")
