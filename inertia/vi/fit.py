@@ -292,7 +292,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         restart: Optional[bool] = None, recover: Optional[bool] = None,
         widen: Optional[bool] = None, monitor: Optional[bool] = None,
         average: Optional[bool] = None, window: int = 10, monitor_draws: int = 256,
-        max_recoveries: int = 4, keep_iterates: bool = False, **options) -> FitResult:
+        max_recoveries: int = 4, keep_iterates: bool = False, hessian_check: Optional[bool] = None,
+        **options) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
@@ -331,8 +332,26 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     every = int(checkpoint_every or (min(runner.auto_every(opts.window), max(1, num_steps // 100))
                                      if opts.tol is not None else max(1, num_steps // 100 or 1)))
     m0, A0 = _initial(target, init, runner.kernel.coords)
+    if hessian_check is None:  # built-in targets with exact expectations are smooth by design
+        hessian_check = target.expectations is None
+    if runner.est.needs_hvp and hessian_check:
+        _check_hessian(target, m0, A0, runner.kernel.coords, method)
     return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
                       max_recoveries, prep.curvature, keep_iterates)
+
+
+def _check_hessian(target, m0, A0, coords, method):
+    """Warn when HVP-based and gradient-only curvature disagree at the start (a kink in V)."""
+    from .checks import Z_WARN, hessian_consistency
+
+    F = A0 if coords != "cov" else jnp.linalg.cholesky(A0)
+    z = hessian_consistency(target, m0, F)
+    if z > Z_WARN:
+        warnings.warn(f"{method}: Hessian-vector products and the gradient-only (Stein) estimate "
+                      f"of E_q hess V disagree at the start (|z| = {z:.3g}): the potential is "
+                      "probably not twice differentiable (|x|, hinges), and Hessian-based methods "
+                      "then converge to the wrong Gaussian; use a gradient-only method such as "
+                      "stl-proj", RuntimeWarning, stacklevel=3)
 
 
 class _Runner:

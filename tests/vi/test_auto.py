@@ -122,3 +122,13 @@ def test_cli_csv_and_model_file(tmp_path, capsys):
     assert rc == 0 and d["names"] == ["w[0]", "w[1]"]
     np.testing.assert_allclose(d["mean"], [2.0, 2.0], atol=1e-6)
     np.testing.assert_allclose(np.asarray(d["cov"]), 0.25 * np.eye(2), atol=1e-6)
+
+
+def test_kinked_potential_warns_for_hessian_methods():
+    kink = from_potential(lambda x: jnp.sum(jnp.abs(x)) + 0.5 * x @ x, 3, alpha=1.0, beta=2.0)
+    with pytest.warns(RuntimeWarning, match="not twice differentiable"):
+        fit(kink, "price-stl-proj", batch_size=8, num_steps=5)
+    from inertia.vi.checks import hessian_consistency
+
+    smooth = kappa_family(dim=3, kappa=10.0)
+    assert hessian_consistency(smooth, jnp.zeros(3), jnp.eye(3)) < 4.0
