@@ -21,7 +21,14 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
 
         return target_from_file(model, read_columns(data) if data else None)
     if model == "gaussian-kappa":
+        from ..resources import available_bytes, estimate_fit_bytes, largest_dim
         from .gaussian import kappa_family
+
+        need, have = estimate_fit_bytes("sym", int(dim), 8), available_bytes()
+        if need > have:  # fail before the O(d^3) random rotation, not after minutes of it
+            raise MemoryError(f"gaussian-kappa at d = {dim} needs about {need / 2**30:.1f} GiB "
+                              f"for a fit and {have / 2**30:.1f} GiB is free; the largest d that "
+                              f"fits is about {largest_dim('sym', 8, budget=have)}")
 
         return kappa_family(int(dim), float(kappa))
     if model in ("logistic", "probit"):

@@ -324,6 +324,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     m_spec = get_method(method)
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
+    _check_memory(m_spec, target.dim, batch_size, len(seeds))
     prep = prepare(target, init, seed=seeds[0], verbose=progress)
     target, init = prep.target, prep.init
     warn_small_batch(method, target.dim, batch_size)
@@ -338,6 +339,21 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         _check_hessian(target, m0, A0, runner.kernel.coords, method)
     return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
                       max_recoveries, prep.curvature, keep_iterates)
+
+
+def _check_memory(m_spec, d, batch_size, num_seeds):
+    """Refuse, before compiling, a run whose d x d (and b x d x d) arrays exceed free memory."""
+    from ..resources import available_bytes, estimate_fit_bytes, largest_dim
+
+    est = get_estimator(m_spec)
+    coords = {"cov": "bw"}.get(est.coords, est.coords)
+    need = estimate_fit_bytes(coords, d, batch_size, num_seeds, needs_hvp=est.needs_hvp)
+    have = available_bytes()
+    if need > have:
+        top = largest_dim(coords, batch_size, num_seeds, needs_hvp=est.needs_hvp, budget=have)
+        raise MemoryError(f"{m_spec.name} at d = {d}, batch {batch_size}, {num_seeds} seed(s) "
+                          f"needs about {need / 2**30:.1f} GiB and {have / 2**30:.1f} GiB is free; "
+                          f"the largest d that fits is about {top}")
 
 
 def _check_hessian(target, m0, A0, coords, method):
