@@ -47,8 +47,9 @@ DOC = ROOT / "docs" / "benchmarks.md"
 CHAINS = 4
 NUTS_WARMUP = 500
 MAX_KEPT = 5000  # draws kept per chain (thinned beyond)
-BUDGETS = {"default": (10_000, 100_000), "item-response": (10_000, 30_000),
-           "log-gaussian-cox": (10_000, 30_000), "stoch-vol-small": (10_000, 30_000)}
+BUDGETS = {"default": (10_000, 30_000)}  # 1e4 and 1e5 asked; 3e4 to fit the shared machine
+# item-response (d = 501) and log-Gaussian Cox (1-2 ms a gradient) are left out of the MCMC run
+MCMC_NAMES = tuple(n for n in NAMES if n not in ("item-response", "log-gaussian-cox"))
 
 
 def _log(msg):
@@ -239,7 +240,7 @@ def _save(res):
 
 def run(targets, which, force=False):
     res = _load()
-    for entry in load_suite(targets):
+    for entry in load_suite(targets or MCMC_NAMES):
         tres = res.setdefault(entry.name, {"dim": entry.dim, "log_concave": entry.log_concave,
                                             "budgets": list(budgets(entry.name)), "samplers": {}})
         for name, fn in samplers().items():
@@ -285,9 +286,9 @@ def report():
              "`mclmc_find_L_and_step_size` then MCLMC (2 gradients per step), one run per budget; "
              "inertia: `inertia.mcmc.sample` with its default parameters at curvature bounds from "
              "the Hessian eigenvalues at the mode (the API needs bounds today), first half of the "
-             "draws dropped. Budgets are 1e4 and 1e5, reduced to 1e4 and 3e4 on the costlier "
-             "targets (stochastic volatility, item-response, log-Gaussian Cox) to fit the time "
-             "budget. — = budget spent before any draw (warm-up) or non-finite draws (count shown).",
+             "draws dropped. Budgets are 1e4 and 3e4 (not the 1e5 asked for: the shared "
+             "machine's time did not allow it); item-response and log-Gaussian Cox are left out "
+             "of the MCMC run for the same reason. — = budget spent before any draw (warm-up) or non-finite draws (count shown).",
              ""]
     for name in NAMES:
         if name not in res:
