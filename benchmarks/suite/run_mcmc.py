@@ -270,6 +270,12 @@ def _f(v, fmt="{:.2g}"):
     return "—" if v is None else fmt.format(v)
 
 
+def _tuning(info, bs):
+    """Mean tuning / warm-up gradients per chain (MCLMC: of the largest budget's run)."""
+    g = info.get("warmup_grads") or (info.get(str(max(bs)), {}) or {}).get("tuning_grads")
+    return f"{np.mean(g):,.0f}" if g else "0"
+
+
 def report():
     from run_vi import _replace_section
 
@@ -288,7 +294,8 @@ def report():
              "the Hessian eigenvalues at the mode (the API needs bounds today), first half of the "
              "draws dropped. Budgets are 1e4 and 3e4 (not the 1e5 asked for: the shared "
              "machine's time did not allow it); item-response and log-Gaussian Cox are left out "
-             "of the MCMC run for the same reason. — = budget spent before any draw (warm-up) or non-finite draws (count shown).",
+             "of the MCMC run for the same reason. — = budget spent before any draw (warm-up) "
+             "or non-finite draws (count shown).",
              ""]
     for name in NAMES:
         if name not in res:
@@ -298,11 +305,11 @@ def report():
         lines += [f"### {name} (d = {t['dim']}, "
                   f"{'log-concave' if t['log_concave'] else 'not log-concave'})", "",
                   "| sampler | " + " | ".join(f"mean err @{b:.0e} | sd err @{b:.0e} | grads/ESS @{b:.0e}"
-                                              for b in bs) + " | non-finite draws |",
-                  "|---|" + "---|---|---|" * len(bs) + "---|"]
+                                              for b in bs) + " | tuning grads | non-finite draws |",
+                  "|---|" + "---|---|---|" * len(bs) + "---|---|"]
         for s, row in t["samplers"].items():
             if "error" in row:
-                lines.append(f"| {s} | error: {row['error'][:80]} |" + " |" * (3 * len(bs)))
+                lines.append(f"| {s} | error: {row['error'][:80]} |" + " |" * (3 * len(bs) + 1))
                 continue
             cells, nf = [], 0
             for b in bs:
@@ -310,7 +317,7 @@ def report():
                 nf = max(nf, m.get("nonfinite_draws", 0) or 0)
                 cells += [_f(m.get("mean_err")), _f(m.get("sd_err")),
                           _f(m.get("grads_per_ess"), "{:,.0f}")]
-            lines.append(f"| {s} | " + " | ".join(cells) + f" | {nf} |")
+            lines.append(f"| {s} | " + " | ".join(cells) + f" | {_tuning(row['info'], bs)} | {nf} |")
         lines.append("")
     _replace_section(DOC, "suite-mcmc", "\n".join(lines))
 
