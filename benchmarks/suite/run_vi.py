@@ -314,10 +314,10 @@ def cells():
     for lr in LRS:
         out.append((f"blackjax-fullrank lr={lr:g}", "BlackJAX fullrank_vi + Adam",
                     lambda e, c, x, lr=lr: run_blackjax(e, c, lr)))
-    out.append(("blackjax-pathfinder", "BlackJAX pathfinder", lambda e, c, x: run_pathfinder(e, c)))
     out.append(("gsmvi-gsm", "gsmvi GSM", lambda e, c, x: run_gsm(e, c)))
     for name, fn in INERTIA.items():
         out.append((name, name, fn))
+    out.append(("blackjax-pathfinder", "BlackJAX pathfinder", lambda e, c, x: run_pathfinder(e, c)))
     return out
 
 
