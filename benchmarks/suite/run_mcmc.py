@@ -195,8 +195,38 @@ def inertia_sampler(method):
     return run
 
 
-# name -> runner(entry, largest budget); switch to the auto-tuned default when it lands
-INERTIA = {"inertia hfhr": inertia_sampler("hfhr"), "inertia klmc": inertia_sampler("klmc")}
+def inertia_auto(method="hfhr"):
+    """`inertia.mcmc.sample(target)` as a user calls it: no constants, automatic warm-up (its
+    gradients, per chain, count toward the budget); all post-warm-up draws kept."""
+
+    def run(entry, bmax):
+        import warnings
+
+        from inertia.mcmc import sample
+        from inertia.mcmc.kernels import get_method
+
+        gps = get_method(method).grads_per_step
+        n = bmax // gps
+        thin = max(1, -(-n // MAX_KEPT))
+        n = (n // thin) * thin
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = sample(entry.target, method, num_chains=CHAINS, num_steps=n, seed=0,
+                         thinning=thin, on_divergence="stop")
+        warm = int(res.tuning["grad_evals"]) if res.tuning else 0  # per chain (+ the shared fit)
+        g = warm + gps * thin * np.arange(1, res.draws.shape[1] + 1)
+        chains = [(res.draws[c], g) for c in range(CHAINS)]
+        return {b: chains for b in budgets(entry.name)}, {
+            "params": {k: float(v) for k, v in (res.params or {}).items()
+                       if np.ndim(v) == 0}, "warmup_grads_per_chain": warm, "burn_in": 0.0}
+
+    run.burn_in = 0.0
+    return run
+
+
+# name -> runner(entry, largest budget)
+INERTIA = {"inertia hfhr": inertia_sampler("hfhr"), "inertia klmc": inertia_sampler("klmc"),
+           "inertia default": inertia_auto("hfhr")}
 
 
 def samplers():

@@ -278,10 +278,17 @@ def inertia_fit(**kwargs):
 
     def run(entry, cfg, ctx):
         d = entry.dim
-        res = vi.fit(entry.target, **kwargs)
+        kw = dict(kwargs)
+        if "num_steps" not in kw:  # the target's gradient budget (as for every method)
+            from inertia.vi.auto import default_batch
+
+            kw["num_steps"] = max(50, cfg["budget"] // kw.get("batch_size",
+                                                          default_batch("stl-proj", d)))
+        res = vi.fit(entry.target, keep_iterates=True, **kw)
         h = res.history
         if "factor" in h and "mean" in h:
-            means, factors = list(np.asarray(h["mean"])), list(np.asarray(h["factor"]))
+            means = list(np.asarray(h["mean"]).reshape(-1, d))
+            factors = list(np.asarray(h["factor"]).reshape(-1, d, d))
             grads, hvps = list(h["grad_evals"]), list(h["hvp_evals"])
             secs = list(h["seconds"])
         else:
@@ -302,6 +309,10 @@ INERTIA = {
     "inertia price-stl-proj": inertia_with_bounds("price-stl-proj", HVP_BATCH),
     "inertia paired-proj": inertia_with_bounds("paired-proj", HVP_BATCH),
     "inertia stl-proj": inertia_with_bounds("stl-proj", PARTICLES),
+    "inertia default": inertia_fit(),  # vi.fit(target): no constants from the user
+    # the field's methods (issue 16) through the same constant-free fit
+    "inertia ngvi-reparam": inertia_fit(method="ngvi-reparam", batch_size=PARTICLES),
+    "inertia bam": inertia_fit(method="bam", batch_size=PARTICLES),
 }
 
 
