@@ -218,7 +218,7 @@ def inertia_auto(method="hfhr"):
         chains = [(res.draws[c], g) for c in range(CHAINS)]
         return {b: chains for b in budgets(entry.name)}, {
             "params": {k: float(v) for k, v in (res.params or {}).items()
-                       if np.ndim(v) == 0}, "warmup_grads_per_chain": warm, "burn_in": 0.0}
+                       if np.ndim(v) == 0}, "warmup_grads": warm, "burn_in": 0.0}
 
     run.burn_in = 0.0
     return run
