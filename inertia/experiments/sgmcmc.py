@@ -320,22 +320,30 @@ def _with_reps(cfg, reps):
     return cfg if reps is None else dict(cfg, runs=int(reps))
 
 
+def _batch_grid(exp, cfg, field, settings, cell, **key_fields):
+    """(cells, groups) over settings [(value, N)] x B in (16, N // 10) x cfg["runs"] seeds: one
+    resumable cell `cell(value, B, seed)` each, keyed by `field`=value, grouped "value B=16|0.1N"."""
+    cells, groups = [], []
+    for value, N in settings:
+        for B, bl in zip((16, N // 10), ("16", "0.1N")):
+            keys = []
+            for s in range(cfg["runs"]):
+                k = cell_key(exp=exp, **{field: value}, B=B, seed=s, **key_fields)
+                cells.append((k, lambda v=value, B=B, s=s: cell(v, B, s)))
+                keys.append(k)
+            groups.append((f"{value} B={bl}", keys))
+    return cells, groups
+
+
 def run_linear(out, quick=False, reps=None, **_):
     """Table 2: simulated misspecified linear regression, log loss and beta-loss."""
     out, t0 = Path(out), time.perf_counter()
     cfg = _with_reps(LINEAR_QUICK if quick else LINEAR_FULL, reps)
     store = CellStore(out / "cells")
-    Bs = (16, cfg["N"] // 10)
-    cells, groups = [], []
-    for loss in ("log", "beta"):
-        for B, bl in zip(Bs, ("16", "0.1N")):
-            keys = []
-            for s in range(cfg["runs"]):
-                k = cell_key(exp="linear", loss=loss, B=B, seed=s, D=cfg["D"], N=cfg["N"],
-                             epochs=cfg["epochs"], nuts=cfg["nuts_draws"])
-                cells.append((k, lambda s=s, loss=loss, B=B: _linear_cell(s, loss, B, cfg)))
-                keys.append(k)
-            groups.append((f"{loss} B={bl}", keys))
+    cells, groups = _batch_grid(
+        "linear", cfg, "loss", [("log", cfg["N"]), ("beta", cfg["N"])],
+        lambda loss, B, s: _linear_cell(s, loss, B, cfg), D=cfg["D"], N=cfg["N"],
+        epochs=cfg["epochs"], nuts=cfg["nuts_draws"])
     res = run_cells(store, cells, "sgmcmc-linear")
     methods = ("posterior", "nuts", "ct", "lr-ws", "dq-exact", "sandwich")
     summ = _summarise(res, groups, methods, ("cov_err", "calib_err", "predicted_cov_err"))
@@ -384,16 +392,9 @@ def run_boston(out, quick=False, reps=None, **_):
     out, t0 = Path(out), time.perf_counter()
     cfg = _with_reps(BOSTON_QUICK if quick else BOSTON_FULL, reps)
     store = CellStore(out / "cells")
-    N = 506
-    cells, groups = [], []
-    for loss in ("log", "beta"):
-        for B, bl in zip((16, N // 10), ("16", "0.1N")):
-            keys = []
-            for s in range(cfg["runs"]):
-                k = cell_key(exp="boston", loss=loss, B=B, seed=s, epochs=cfg["epochs"])
-                cells.append((k, lambda s=s, loss=loss, B=B: _boston_cell(loss, B, s, cfg)))
-                keys.append(k)
-            groups.append((f"{loss} B={bl}", keys))
+    cells, groups = _batch_grid("boston", cfg, "loss", [("log", 506), ("beta", 506)],
+                                lambda loss, B, s: _boston_cell(loss, B, s, cfg),
+                                epochs=cfg["epochs"])
     res = run_cells(store, cells, "sgmcmc-boston")
     methods = ("posterior", "ct", "lr-ws", "dq-exact", "sandwich")
     summ = _summarise(res, groups, methods, ("cov_err", "predicted_cov_err"))
@@ -1012,16 +1013,9 @@ def run_boston_code(out, quick=False, reps=None, **_):
     out, t0 = Path(out), time.perf_counter()
     cfg = _with_reps(BOSTON_CODE_QUICK if quick else BOSTON_CODE_FULL, reps)
     store = CellStore(out / "cells")
-    N = 506
-    cells, groups = [], []
-    for loss in ("log", "beta"):
-        for B, bl in zip((16, N // 10), ("16", "0.1N")):
-            keys = []
-            for s in range(cfg["runs"]):
-                k = cell_key(exp="boston-code", loss=loss, B=B, seed=s, epochs=cfg["epochs"])
-                cells.append((k, lambda s=s, loss=loss, B=B: _boston_code_cell(loss, B, s, cfg)))
-                keys.append(k)
-            groups.append((f"{loss} B={bl}", keys))
+    cells, groups = _batch_grid("boston-code", cfg, "loss", [("log", 506), ("beta", 506)],
+                                lambda loss, B, s: _boston_code_cell(loss, B, s, cfg),
+                                epochs=cfg["epochs"])
     res = run_cells(store, cells, "sgmcmc-boston-code")
     methods = ("posterior",) + LINEAR_RULES + ("sandwich",)
     summ = _summarise(res, groups, methods, ("cov_err", "predicted_cov_err"))
