@@ -258,7 +258,6 @@ def _block_fn(kernel):
 
 
 class _Options(NamedTuple):
-    auto: bool
     restart: bool
     recover: bool
     widen: bool
@@ -281,7 +280,7 @@ def _resolve(target, method, accelerated, restart, recover, widen, monitor, tol,
     if tol is not None and not monitor:
         raise ValueError("the stopping rule (tol=) needs the objective monitor (monitor=True)")
     average = (tol is not None) if average is None else bool(average)
-    return _Options(auto, restart, recover, widen, monitor, tol, average, int(window))
+    return _Options(restart, recover, widen, monitor, tol, average, int(window))
 
 
 def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[bool] = None,
@@ -384,7 +383,6 @@ class _Runner:
         self.compile_seconds = 0.0
         self.events = []
         self._build()
-        self.base_rule = self.rule
 
     def _build(self):
         opts = dict(self.options)
@@ -464,7 +462,7 @@ class _Runner:
         schedule = (_schedule(num_steps, every) if rule is None
                     else [(i, 1, min(every, num_steps - i)) for i in range(0, num_steps, every)])
         diverged, stopped, restarts = None, None, 0
-        done, elapsed, attempt, low_hits, high_hits = 0, 0.0, 0, 0, 0
+        elapsed, attempt, low_hits, high_hits = 0.0, 0, 0, 0
         queue = list(schedule)
         last_print = time.perf_counter()
         while queue:

@@ -8,6 +8,7 @@ standard error of either value. Non-finite V on the draws is counted, not averag
 """
 from __future__ import annotations
 
+import collections
 import math
 from typing import NamedTuple, Optional
 
@@ -80,16 +81,17 @@ class StoppingRule:
             raise ValueError(f"window must be a positive number of checkpoints, got {window}")
         self.tol, self.window, self.z = float(tol), int(window), float(z)
         self.confident = bool(confident)
+        self.seen = 0
         self.min_checkpoints = int(min_checkpoints if min_checkpoints is not None else 2 * window)
-        self.draws: list = []
+        self.draws = collections.deque(maxlen=self.window + 1)  # the window's ends suffice
         self.decrease: Optional[float] = None
         self.stderr: Optional[float] = None
 
     def update(self, draws: np.ndarray) -> bool:
         """Feed one checkpoint's per-draw values (seeds averaged); True when the run should stop."""
         self.draws.append(np.asarray(draws, dtype=float))
-        self.draws[:-self.window - 1] = [None] * len(self.draws[:-self.window - 1])
-        if len(self.draws) <= max(self.window, self.min_checkpoints - 1):
+        self.seen += 1
+        if self.seen <= max(self.window, self.min_checkpoints - 1):
             return False
         old, new = self.draws[-1 - self.window], self.draws[-1]
         if not (np.all(np.isfinite(old)) and np.all(np.isfinite(new))):

@@ -25,7 +25,7 @@ class _Recorder:
         self.monitor_args = (target, kernel.coords, monitor_draws, seed)
         self.to_cov = jax.jit(jax.vmap(jax.vmap(
             lambda m, A: kernel.gaussian(VIState(m, A, m, A))[1])))
-        self.steps, self.seconds, self.snap_m = [], [], []
+        self.steps, self.seconds = [], []
         self.gap_rows, self.obj_rows = [], []
         self.est_value, self.est_se, self.est_bad, self.est_draws = [], [], [], []
         self.tail = collections.deque(maxlen=TAIL)
@@ -93,7 +93,6 @@ class _Recorder:
         for i in range(keep):
             self.steps.append(int(steps[i]))
             self.seconds.append(float(secs[i]))
-            self.snap_m.append(ms[i])
             self.tail.append((raw_ms[i], raw_As[i]))
             self.final = (ms[i], As[i])
             self.offsets.append(self.hvp_offset)
