@@ -12,6 +12,7 @@ import numpy as np
 import scipy.stats
 
 from . import kernels
+from .. import diagnostics as shared_diagnostics
 from .._threads import blas_limited
 from .models import Model, from_loss, make_model
 from .offline import Curvature, offline
@@ -49,6 +50,7 @@ class CalibrationResult:
     curvature: Curvature
     settings: dict
     seconds: dict
+    diagnostics: Optional[shared_diagnostics.Diagnostics] = None
 
     def to_json(self) -> dict:
         """JSON-ready summary (the `inertia calibrate --json` contract)."""
@@ -65,13 +67,27 @@ class CalibrationResult:
             "cov_error_vs_predicted": rel_fro(self.empirical_cov, self.predicted_cov),
             "max_z": self.max_z, "z_threshold": self.z_threshold, "warning": self.warning,
             "settings": self.settings, "seconds": self.seconds,
+            "diagnostics": _diagnostics_json(self.diagnostics),
         }
+
+    def summary(self, max_rows: Optional[int] = 40) -> str:
+        """Named table of the draws (mean, sd, quantiles, MCSE, R-hat, ESS) and the mixing verdict."""
+        return self.diagnostics.table(max_rows) + "\n" + self.diagnostics.verdict()
 
     def to_arviz(self):
         """Draws (chain, draw, dim) as an ArviZ object."""
         from ..arviz_io import to_arviz_draws
 
         return to_arviz_draws(self.draws)
+
+
+def _diagnostics_json(dg) -> Optional[dict]:
+    if dg is None:
+        return None
+    return {"converged": dg.converged, "max_rhat": dg.worst_rhat, "min_ess_bulk": dg.min_ess_bulk,
+            "min_ess_tail": dg.min_ess_tail, "problems": list(dg.problems), "names": list(dg.names),
+            "rhat": dg.rhat, "ess_bulk": dg.ess_bulk, "ess_tail": dg.ess_tail,
+            "mcse_mean": dg.mcse_mean}
 
 
 def rel_fro(A, B) -> float:
@@ -172,7 +188,7 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
               seed: int = 0, temperature=math.inf, momentum: float = 0.0,
               subsample: Optional[int] = None, replacement: bool = True, num_chains: int = 4,
               burn_in: Optional[int] = None, thin: int = 1, init: str = "stationary",
-              level: float = 0.01, **model_kw) -> CalibrationResult:
+              level: float = 0.01, names=None, **model_kw) -> CalibrationResult:
     """Algorithm 1: estimate theta_hat, J, I, Sigma* = S / N (on a subsample of M), tune Lambda,
     run `num_chains` SG(L)D chains of `num_steps` steps each and compare draws with predictions.
 
@@ -180,7 +196,8 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
     any warm start), "map" at theta_hat. Burn-in defaults to max(num_steps // 10, 3 x worst IAT),
     capped at num_steps // 2. A `CalibrationWarning` is issued when some covariance entry differs
     from the prediction by more than the Bonferroni z bound at `level` (Gaussian MC errors with
-    the predicted autocovariances).
+    the predicted autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc`
+    uses (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
     """
     m = _resolve_model(model, data, dict(model_kw))
     settings = dict(batch_size=int(batch_size), tuning=tuning, num_steps=int(num_steps),
@@ -255,6 +272,9 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
                    f"standard errors (bound {thr:.1f}); the quadratic proxy may be inaccurate "
                    f"for this model/step size, or the chains have not mixed")
         warnings.warn(warning, CalibrationWarning, stacklevel=2)
+    diag = (shared_diagnostics.diagnose(draws, names) if draws.shape[1] >= 4 else None)
+    if diag is not None and not diag.converged:
+        warnings.warn("SG(L)D chains: " + diag.verdict(), RuntimeWarning, stacklevel=2)
     seconds = {"offline": t1 - t0, "lambda": tun.seconds, "predict": t2 - t1,
                "sampling": t3 - t2}
     return CalibrationResult(draws=draws, Lambda=tun.Lambda, theta_hat=curv.theta_hat,
@@ -262,7 +282,8 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
                              predicted_cov=st.cov, empirical_cov=emp, iat=tau,
                              ess_predicted=ess_pred, ess_empirical=ess_emp, iat_empirical=iat_emp,
                              max_z=max_z, z_threshold=thr, warning=warning, tuning=tun,
-                             curvature=curv, settings=settings, seconds=seconds)
+                             curvature=curv, settings=settings, seconds=seconds,
+                             diagnostics=diag)
 
 
 __all__ = ["calibrate", "CalibrationResult", "CalibrationWarning", "NoEstimateError",

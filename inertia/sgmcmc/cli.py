@@ -127,7 +127,8 @@ def run(args) -> int:
     res = calibrate(model, batch_size=args.batch_size, tuning=args.tuning,
                     num_steps=args.steps, seed=args.seed, temperature=args.temperature,
                     momentum=args.momentum, subsample=args.subsample,
-                    replacement=not args.without_replacement, num_chains=args.chains)
+                    replacement=not args.without_replacement, num_chains=args.chains,
+                    names=params)
     import numpy as np
 
     sd_t = np.sqrt(np.diag(res.target_cov))
@@ -137,14 +138,20 @@ def run(args) -> int:
     print(f"{args.model} ({model.name}), N={model.num_obs}, D={model.dim}, B={args.batch_size}, "
           f"tuning={args.tuning}, beta={args.temperature:g}, momentum={args.momentum:g}")
     print(f"{'parameter':>24} {'theta_hat':>11} {'mean':>11} {'sd target':>10} "
-          f"{'sd pred':>10} {'sd emp':>10} {'IAT':>8}")
+          f"{'sd pred':>10} {'sd emp':>10} {'IAT':>8} {'r_hat':>7} {'ess_bulk':>9}")
+    dg = res.diagnostics
+    rhat = dg.rhat if dg is not None else np.full(model.dim, np.nan)
+    ess = dg.ess_bulk if dg is not None else np.full(model.dim, np.nan)
     for i, p in enumerate(params):
         print(f"{p[:24]:>24} {res.theta_hat[i]:11.4g} {mean[i]:11.4g} {sd_t[i]:10.4g} "
-              f"{sd_p[i]:10.4g} {sd_e[i]:10.4g} {res.iat.per_coord[i]:8.1f}")
+              f"{sd_p[i]:10.4g} {sd_e[i]:10.4g} {res.iat.per_coord[i]:8.1f} {rhat[i]:7.3f} "
+              f"{ess[i]:9.0f}")
     js = res.to_json()
     print(f"forward check |Sigma(Lambda) - Sigma*| = {res.tuning.forward_error:.2e}; "
           f"worst IAT {res.iat.worst:.1f} iterations; ||emp - target||_F/||target||_F = "
           f"{js['cov_error_vs_target']:.3f}")
+    if dg is not None:
+        print(dg.verdict())
     if res.warning:
         print(f"warning: {res.warning}", file=sys.stderr)
     if args.json:

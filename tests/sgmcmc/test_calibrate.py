@@ -43,6 +43,22 @@ def test_calibrate_linear(make_hetero):
     for k in ("lambda", "theta_hat", "sandwich", "target_cov", "predicted_cov", "empirical_cov",
               "iat"):
         assert k in js
+    # the shared sampler diagnostics (inertia.diagnostics, as in inertia.mcmc): mixed chains
+    dg = res.diagnostics
+    assert dg.converged and js["diagnostics"]["converged"] and dg.worst_rhat < 1.01
+    # ArviZ's bulk ESS and numpyro's ESS estimate the same quantity on these near-Gaussian draws
+    np.testing.assert_allclose(dg.ess_bulk, res.ess_empirical, rtol=0.3)
+
+
+def test_calibrate_reports_unmixed_chains(make_hetero):
+    """Chains shorter than their autocorrelation time are flagged NOT CONVERGED, not trusted."""
+    X, y = make_hetero(n=400, d=2, seed=5)
+    with pytest.warns(RuntimeWarning, match="NOT CONVERGED"):
+        res = calibrate("linear", (X, y), batch_size=20, num_steps=60, seed=2, num_chains=2,
+                        intercept=True, init="map", names=["c", "a", "b"])
+    assert not res.diagnostics.converged and res.diagnostics.names == ["c", "a", "b"]
+    assert not res.to_json()["diagnostics"]["converged"]
+    assert "r_hat" in res.summary() and "NOT CONVERGED" in res.summary()
 
 
 def test_calibrate_warns_when_prediction_is_wrong():
