@@ -289,6 +289,21 @@ PREDICTED_NOTE = ("\npredicted_cov_err: ||Sigma(Lambda) - S/N||_F / ||S/N||_F fr
                   "finite run.\n")
 
 
+def _report(summ, groups, methods, metrics, cfg, what, row_label, papers):
+    """Markdown: a table per metric (mean [2.5 %, 97.5 %] over cfg["runs"] `what`), the prediction
+    note, then each (title, {(row, B): {method: paper value}}) of the paper beside them."""
+    table = ""
+    for metric in metrics:
+        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
+        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} {what})\n\n"
+        table += markdown_table([row_label] + list(methods), rows)
+    table += PREDICTED_NOTE
+    for title, paper in papers:
+        rows = [[f"{a} B={b}"] + [paper[(a, b)].get(m, "—") for m in methods] for (a, b) in paper]
+        table += f"\n## {title}\n\n" + markdown_table([row_label] + list(methods), rows)
+    return table
+
+
 # ---------------------------------------------------------------------------- sgmcmc-linear
 LINEAR_FULL = dict(D=50, N=5000, runs=30, epochs=100, nuts_draws=1000)
 LINEAR_QUICK = dict(D=5, N=400, runs=2, epochs=10, nuts_draws=0)  # NUTS: its own test
@@ -347,16 +362,8 @@ def run_linear(out, quick=False, reps=None, **_):
     res = run_cells(store, cells, "sgmcmc-linear")
     methods = ("posterior", "nuts", "ct", "lr-ws", "dq-exact", "sandwich")
     summ = _summarise(res, groups, methods, ("cov_err", "calib_err", "predicted_cov_err"))
-    table = ""
-    for metric in ("calib_err", "cov_err", "predicted_cov_err"):
-        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
-        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} data sets)\n\n"
-        table += markdown_table(["loss, B"] + list(methods), rows)
-    table += PREDICTED_NOTE
-    rows = [[f"{l} B={b}"] + [PAPER_T2[(l, b)].get(m, "—") for m in methods]
-            for (l, b) in PAPER_T2]
-    table += "\n## paper, Table 2 (covariance error, means)\n\n" + markdown_table(
-        ["loss, B"] + list(methods), rows)
+    table = _report(summ, groups, methods, ("calib_err", "cov_err", "predicted_cov_err"), cfg,
+                    "data sets", "loss, B", [("paper, Table 2 (covariance error, means)", PAPER_T2)])
     table += f"\nsettings: {cfg}\n"
     _bar_plot(out / "cov_err.png", summ, methods, "cov_err", "Table 2: covariance error")
     return _finish(out, "sgmcmc-linear", store, {"config": cfg, "summary": summ}, table, t0)
@@ -398,14 +405,8 @@ def run_boston(out, quick=False, reps=None, **_):
     res = run_cells(store, cells, "sgmcmc-boston")
     methods = ("posterior", "ct", "lr-ws", "dq-exact", "sandwich")
     summ = _summarise(res, groups, methods, ("cov_err", "predicted_cov_err"))
-    table = ""
-    for metric in ("cov_err", "predicted_cov_err"):
-        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
-        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} SGD runs)\n\n"
-        table += markdown_table(["loss, B"] + list(methods), rows)
-    table += PREDICTED_NOTE
-    rows = [[f"{l} B={b}"] + [PAPER_T3[(l, b)].get(m, "—") for m in methods] for (l, b) in PAPER_T3]
-    table += "\n## paper, Table 3 (means)\n\n" + markdown_table(["loss, B"] + list(methods), rows)
+    table = _report(summ, groups, methods, ("cov_err", "predicted_cov_err"), cfg, "SGD runs",
+                    "loss, B", [("paper, Table 3 (means)", PAPER_T3)])
     notes = {}
     for loss in ("log", "beta"):
         _, curv = _boston_setup(loss)
@@ -464,15 +465,8 @@ def run_poisson(out, quick=False, reps=None, **_):
     res = run_cells(store, cells, "sgmcmc-poisson")
     methods = ("ct", "dq-const", "dq-exact")
     summ = _summarise(res, groups, methods, ("cov_err", "calib_err", "predicted_cov_err"))
-    table = ""
-    for metric in ("calib_err", "cov_err", "predicted_cov_err"):
-        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
-        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} runs)\n\n"
-        table += markdown_table(["data, B"] + list(methods), rows)
-    table += PREDICTED_NOTE
-    rows = [[f"{d} B={b}"] + [PAPER_T4[(d, b)][m] for m in methods] for (d, b) in PAPER_T4]
-    table += "\n## paper, Table 4 (covariance error, means)\n\n" + markdown_table(
-        ["data, B"] + list(methods), rows)
+    table = _report(summ, groups, methods, ("calib_err", "cov_err", "predicted_cov_err"), cfg,
+                    "runs", "data, B", [("paper, Table 4 (covariance error, means)", PAPER_T4)])
     table += f"\nsettings: {cfg}\n"
     _bar_plot(out / "cov_err.png", summ, methods, "cov_err", "Table 4: covariance error")
     return _finish(out, "sgmcmc-poisson", store, {"config": cfg, "summary": summ}, table, t0)
@@ -920,16 +914,10 @@ def run_linear_code(out, quick=False, reps=None, **_):
     res = run_cells(store, cells, "sgmcmc-linear-code")
     methods = ("posterior", "nuts") + LINEAR_RULES + ("sandwich",)
     summ = _summarise(res, groups, methods, ("cov_err", "calib_err", "predicted_cov_err"))
-    table = ""
-    for metric in ("calib_err", "cov_err", "predicted_cov_err"):
-        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
-        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} data sets)\n\n"
-        table += markdown_table(["loss, B"] + list(methods), rows)
-    table += PREDICTED_NOTE
-    for name, paper in (("covariance error", PAPER_T2), ("calibration error", PAPER_T2_CALIB)):
-        rows = [[f"{l} B={b}"] + [paper[(l, b)].get(m, "—") for m in methods] for (l, b) in paper]
-        table += f"\n## paper, Table 2 ({name}, means)\n\n" + markdown_table(
-            ["loss, B"] + list(methods), rows)
+    table = _report(summ, groups, methods, ("calib_err", "cov_err", "predicted_cov_err"), cfg,
+                    "data sets", "loss, B",
+                    [(f"paper, Table 2 ({name}, means)", paper) for name, paper in
+                     (("covariance error", PAPER_T2), ("calibration error", PAPER_T2_CALIB))])
     table += f"\nsettings: {cfg}\n"
     _bar_plot(out / "cov_err.png", summ, methods, "cov_err",
               "Table 2, authors' code design: covariance error")
@@ -969,16 +957,10 @@ def run_poisson_code(out, quick=False, reps=None, **_):
         groups.append((f"simulated B={bl}", keys))
     res = run_cells(store, cells, "sgmcmc-poisson-code")
     summ = _summarise(res, groups, POISSON_RULES, ("cov_err", "calib_rmse", "predicted_cov_err"))
-    table = ""
-    for metric in ("calib_rmse", "cov_err", "predicted_cov_err"):
-        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in POISSON_RULES] for lab, _ in groups]
-        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} SGD runs)\n\n"
-        table += markdown_table(["data, B"] + list(POISSON_RULES), rows)
-    table += PREDICTED_NOTE
-    rows = [[f"{d} B={b}"] + [PAPER_T4[(d, b)].get(m, "—") for m in POISSON_RULES]
-            for (d, b) in PAPER_T4 if d == "simulated"]
-    table += "\n## paper, Table 4 (covariance error, means)\n\n" + markdown_table(
-        ["data, B"] + list(POISSON_RULES), rows)
+    simulated = {k: v for k, v in PAPER_T4.items() if k[0] == "simulated"}
+    table = _report(summ, groups, POISSON_RULES, ("calib_rmse", "cov_err", "predicted_cov_err"),
+                    cfg, "SGD runs", "data, B",
+                    [("paper, Table 4 (covariance error, means)", simulated)])
     table += f"\nsettings: {cfg}\n"
     _bar_plot(out / "cov_err.png", summ, POISSON_RULES, "cov_err",
               "Table 4, authors' code design: covariance error")
@@ -1019,14 +1001,8 @@ def run_boston_code(out, quick=False, reps=None, **_):
     res = run_cells(store, cells, "sgmcmc-boston-code")
     methods = ("posterior",) + LINEAR_RULES + ("sandwich",)
     summ = _summarise(res, groups, methods, ("cov_err", "predicted_cov_err"))
-    table = ""
-    for metric in ("cov_err", "predicted_cov_err"):
-        rows = [[lab] + [_fmt(summ[lab][m][metric]) for m in methods] for lab, _ in groups]
-        table += f"\n## {metric} (mean [2.5 %, 97.5 %] over {cfg['runs']} SGD runs)\n\n"
-        table += markdown_table(["loss, B"] + list(methods), rows)
-    table += PREDICTED_NOTE
-    rows = [[f"{l} B={b}"] + [PAPER_T3[(l, b)].get(m, "—") for m in methods] for (l, b) in PAPER_T3]
-    table += "\n## paper, Table 3 (means)\n\n" + markdown_table(["loss, B"] + list(methods), rows)
+    table = _report(summ, groups, methods, ("cov_err", "predicted_cov_err"), cfg, "SGD runs",
+                    "loss, B", [("paper, Table 3 (means)", PAPER_T3)])
     table += f"\nsettings: {cfg}\n"
     _bar_plot(out / "cov_err.png", summ, methods, "cov_err",
               "Table 3 (Boston), authors' code setting: covariance error")
