@@ -152,7 +152,7 @@ _JIT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def jitted(target: Target, what: str):
-    """jit-compiled "value_and_grad" (V, grad V) or "hessian" of a target, cached per potential
+    """jit-compiled "value_and_grad" (V, grad V), "hessian" or "hvp" of a target, cached per potential
     function (targets that differ only in bounds or names share the compiled code)."""
     cache = _JIT_CACHE.setdefault(target.potential, {})
     if what not in cache:
@@ -160,6 +160,8 @@ def jitted(target: Target, what: str):
             cache[what] = jax.jit(lambda x: (target.potential(x), target.grad(x)))
         elif what == "hessian":
             cache[what] = jax.jit(target.hessian)
+        elif what == "hvp":
+            cache[what] = jax.jit(target.hvp)
         else:
             raise ValueError(f"unknown jitted function {what!r}")
     return cache[what]

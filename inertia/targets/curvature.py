@@ -108,12 +108,12 @@ def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
         return float(w[0]), float(w[-1]), H, d
     from scipy.sparse.linalg import LinearOperator, eigsh
 
-    hvp = jax.jit(lambda v: target.hvp(x, v))
+    hvp = jitted(target, "hvp")  # one compilation for every point
     count = [0]
 
     def mv(v):
         count[0] += 1
-        return np.asarray(hvp(jnp.asarray(np.ravel(v), dtype=jnp.float64)))
+        return np.asarray(hvp(x, jnp.asarray(np.ravel(v), dtype=jnp.float64)))
 
     op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
     rng = np.random.default_rng(0)
@@ -165,9 +165,10 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         H0 = 0.5 * (H0 + H0.T)
         hvps += d
     if H0 is not None and lmin0 > 0 and not degenerate:  # one Newton step polishes the mode
-        g = np.asarray(target.grad(jnp.asarray(mode)))
+        value_and_grad = jitted(target, "value_and_grad")
+        g = np.asarray(value_and_grad(jnp.asarray(mode))[1])
         cand = mode - np.linalg.solve(H0, g)
-        gc = np.asarray(target.grad(jnp.asarray(cand)))
+        gc = np.asarray(value_and_grad(jnp.asarray(cand))[1])
         grad_evals += 2
         if np.all(np.isfinite(gc)) and np.linalg.norm(gc) < np.linalg.norm(g):
             mode = cand

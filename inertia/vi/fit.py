@@ -452,7 +452,7 @@ class _Runner:
     def run(self, m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
             max_recoveries, curvature, keep_iterates=False):
         target, opts, kernel = self.target, self.opts, self.kernel
-        state = jax.vmap(lambda _: kernel.init(m0, A0))(jnp.arange(len(seeds)))
+        state = jax.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(jnp.arange(len(seeds)))
         state = shard_leading(state)
         rec = _Recorder(target, kernel, evaluate, opts.monitor, monitor_draws, seeds[0])
         rec.keep_iterates = bool(keep_iterates)
