@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .base import Target, TargetError, from_logdensity
+from .base import Target, TargetError, cast_floats, from_logdensity
 
 
 def _numpyro():
@@ -22,6 +22,15 @@ def _numpyro():
     return initialize_model
 
 
+def _initialise(model, model_args, model_kwargs, seed):
+    initialize_model = _numpyro()
+    try:
+        return initialize_model(jax.random.PRNGKey(seed), model, model_args=model_args,
+                                model_kwargs=model_kwargs, dynamic_args=False)
+    except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
+        raise TargetError(f"NumPyro could not initialise the model: {err}") from err
+
+
 def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
                  model_kwargs=None, **kwargs) -> Target:
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
@@ -29,18 +38,14 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     `model(*model_args, **kwargs)` is traced once by `numpyro.infer.util.initialize_model`
     (observed sites fixed by the arguments). Keyword arguments named alpha / beta / name / seed /
     model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
-    `alpha`, `beta`: curvature bounds of V, needed by the VI step rules.
+    `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
+    re-initialises the model with its floating-point arguments cast to float32.
     `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
     ({site: unconstrained shape}), "init" (NumPyro's initial unconstrained point, flat).
     """
-    initialize_model = _numpyro()
     mkw = dict(model_kwargs or {})
     mkw.update(kwargs)
-    try:
-        info = initialize_model(jax.random.PRNGKey(seed), model, model_args=model_args,
-                                model_kwargs=mkw, dynamic_args=False)
-    except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
-        raise TargetError(f"NumPyro could not initialise the model: {err}") from err
+    info = _initialise(model, model_args, mkw, seed)
     z0 = info.param_info.z
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
@@ -68,7 +73,14 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     sites = {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     extra = {"constrain": constrain, "postprocess": postprocess_fn, "sites": sites, "init": flat0,
              "names": site_names(sites)}
-    return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra)
+
+    def recast(dtype):  # the model re-traced on its data in dtype; the latent point in dtype
+        args, kw = cast_floats((model_args, mkw), dtype)
+        potential = _initialise(model, args, kw, seed).potential_fn
+        return from_logdensity(lambda p: -potential(p), cast_floats(z0, dtype))
+
+    return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra,
+                           recast=recast)
 
 
 __all__ = ["from_numpyro"]
