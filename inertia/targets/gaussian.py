@@ -8,7 +8,7 @@ import scipy.stats
 from .base import GaussianExpectations, Target, TargetError
 
 
-def gaussian(mean, precision, *, name="gaussian", dtype=jnp.float64) -> Target:
+def gaussian(mean, precision, *, name="gaussian", dtype="float64") -> Target:
     """Gaussian target N(mean, precision^{-1}); exact E_q V, E_q grad V, E_q hess V and optimum
     (checks and bounds in float64; the functions compute in `dtype`)."""
     mu64 = jnp.asarray(mean, dtype=jnp.float64)

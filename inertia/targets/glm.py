@@ -75,7 +75,7 @@ DEFAULT_RULE = {"logistic": "trapezoid", "probit": "hermite"}
 
 
 def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=None,
-               name=None, quadrature=None, dtype=jnp.float64) -> Target:
+               name=None, quadrature=None, dtype="float64") -> Target:
     """V(theta) = theta^T Q0 theta / 2 + sum_i f(ytilde_i x_i^T theta); X=None means identity design.
 
     `prior_precision` is a scalar (Q0 = c I) or a (d, d) matrix. Labels y in {0,1} or {-1,+1}.

@@ -99,7 +99,7 @@ def in_hidden_region(x, v, R, a):
 
 
 def hard_family(kappa: float, *, R="asymptotic", dim=None, v=None, seed: int = 0,
-                variant: str = "v", dtype=jnp.float64) -> Target:
+                variant: str = "v", dtype="float64") -> Target:
     """V_v (variant="v") or the reference V_B (variant="ball") of Theorem 3.1, unmollified (its
     functions computing in `dtype`)."""
     if variant not in ("v", "ball"):
