@@ -311,7 +311,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     algebra) in float32 on `target.astype("float32")`; bounds, start, gaps, the objective monitor
     and the results stay float64 (docs/benchmarks.md "float32 and the GPU path").
     """
-    dtype = _check_dtype(dtype, method)
+    dtype = _dtype_name(dtype)
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
                     window, evaluate)
     method = method or DEFAULT_METHOD
@@ -347,8 +347,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     return result
 
 
-def _check_dtype(dtype, method):
-    """The float type name of the updates; float32 only where the method's arithmetic allows it."""
+def _dtype_name(dtype):
+    """"float32" or "float64" (the float type of the updates); anything else is refused."""
     name = np.dtype(dtype).name if dtype is not None else "float64"
     if name not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
