@@ -141,7 +141,7 @@ _CAST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _float64_values(target: Target) -> bool:
-    """Whether V, grad V or the HVP at float32 points hold any float64 value (constants included)."""
+    """Whether V, grad V or the HVP at float32 points hold a float64 value (constants included)."""
     x = jax.ShapeDtypeStruct((target.dim,), jnp.float32)
     fns = [(target.potential, (x,)), (target.grad, (x,))]
     if target.hvp is not None:

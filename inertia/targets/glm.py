@@ -177,7 +177,8 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
             e1 = f1(t) @ w
             e2 = f2(t) @ w
             if scalar_prior:
-                pv, pg, ph = 0.5 * Q0 * (m @ m + jnp.trace(S)), Q0 * m, Q0 * jnp.eye(d, dtype=dtype)
+                pv, pg = 0.5 * Q0 * (m @ m + jnp.trace(S)), Q0 * m
+                ph = Q0 * jnp.eye(d, dtype=dtype)
             else:
                 pv, pg, ph = 0.5 * (m @ (Q0 @ m) + jnp.sum(Q0 * S)), Q0 @ m, Q0
             if identity:

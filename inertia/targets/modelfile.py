@@ -59,8 +59,8 @@ def target_from_file(spec: str, data=None) -> Target:
             cols = cast_floats(columns, dtype)
             return from_logdensity(lambda p: fn(p, cols or None), cast_floats(example, dtype))
 
-        return from_logdensity(lambda p: fn(p, columns or None), example, name=f"{path.name}:{name}",
-                               recast=recast)
+        return from_logdensity(lambda p: fn(p, columns or None), example,
+                               name=f"{path.name}:{name}", recast=recast)
     from . import from_numpyro
 
     return from_numpyro(fn, name=f"{path.name}:{name}", model_kwargs=columns)

@@ -476,7 +476,8 @@ class _Runner:
         rec = _Recorder(target, kernel, evaluate, opts.monitor, monitor_draws, seeds[0])
         rec.keep_iterates = bool(keep_iterates)
         rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
-        rec.add(0, 0.0, np.asarray(state.m, np.float64)[None], np.asarray(state.A, np.float64)[None])
+        rec.add(0, 0.0, np.asarray(state.m, np.float64)[None],
+                np.asarray(state.A, np.float64)[None])
         keys = _keys(seeds, num_steps, 0)
         schedule = (_schedule(num_steps, every) if rule is None
                     else [(i, 1, min(every, num_steps - i)) for i in range(0, num_steps, every)])
