@@ -7,6 +7,7 @@ from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 
 Array = jax.Array
@@ -63,6 +64,9 @@ class Target:
     name: str = "target"
     unravel: Optional[Callable[[Array], Any]] = None  # flat vector -> pytree, for pytree targets
     info: dict = dataclasses.field(default_factory=dict)
+    # dtype -> this target rebuilt from its data cast to dtype (only its functions are used)
+    recast: Optional[Callable[[Any], "Target"]] = dataclasses.field(default=None, repr=False)
+    dtype: str = "float64"  # the float type its functions compute in
 
     def __post_init__(self):
         if not isinstance(self.dim, int) or self.dim < 1:
@@ -113,6 +117,83 @@ class Target:
     def replace(self, **kw) -> "Target":
         return dataclasses.replace(self, **kw)
 
+    def astype(self, dtype) -> "Target":
+        """This target with potential, derivatives and expectations computed in `dtype`, its arrays
+        cast by its `recast` rule (bounds, optimum, name and info kept)."""
+        dtype = jnp.dtype(dtype)
+        if dtype.name == self.dtype:
+            return self
+        if dtype not in (jnp.float32, jnp.float64):
+            raise TargetError(f"dtype must be float32 or float64, got {dtype.name}")
+        cache = _CAST_CACHE.setdefault(self.potential, {})
+        if dtype.name not in cache:
+            src = self.recast(dtype) if self.recast is not None else self
+            if dtype == jnp.float32 and _float64_values(src):
+                src = _without_x64(src)
+            _check_dtype(src, dtype)
+            cache[dtype.name] = {k: getattr(src, k) for k in _FUNCTIONS}
+        return dataclasses.replace(self, dtype=dtype.name, **cache[dtype.name])
+
+
+_FUNCTIONS = ("potential", "grad", "hvp", "expectations", "expectations_at", "hess_matmul_fn",
+              "mean_hess_matmul_fn", "observations", "unravel")
+_CAST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _float64_values(target: Target) -> bool:
+    """Whether V, grad V or the HVP at float32 points hold a float64 value (constants included)."""
+    x = jax.ShapeDtypeStruct((target.dim,), jnp.float32)
+    fns = [(target.potential, (x,)), (target.grad, (x,))]
+    if target.hvp is not None:
+        fns.append((target.hvp, (x, x)))
+
+    def found(jaxpr):
+        avals = [v.aval for v in jaxpr.constvars + jaxpr.invars]
+        avals += [v.aval for e in jaxpr.eqns for v in e.outvars]
+        subs = [getattr(s, "jaxpr", s) for e in jaxpr.eqns for p in e.params.values()
+                for s in (p if isinstance(p, (list, tuple)) else [p])]
+        return (any(getattr(a, "dtype", None) == jnp.float64 for a in avals)
+                or any(found(s) for s in subs if hasattr(s, "eqns")))
+
+    return any(found(jax.make_jaxpr(fn)(*args).jaxpr) for fn, args in fns)
+
+
+def _without_x64(target: Target) -> Target:
+    """The target's potential traced with float64 off, so that the arrays it creates (NumPyro's
+    distribution parameters, say) are float32; derivatives by autodiff, closed forms dropped."""
+    def potential(x):
+        with jax.enable_x64(False):
+            return target.potential(x)
+
+    grad, hvp = _autodiff(potential)
+    return target.replace(potential=potential, grad=grad, hvp=hvp, expectations=None,
+                          expectations_at=None, hess_matmul_fn=None, mean_hess_matmul_fn=None)
+
+
+def _check_dtype(target: Target, dtype):
+    """Raise unless the target's V, grad V and HVP compute in `dtype` at `dtype` points: for
+    float32, no float64 value anywhere in them (traced only)."""
+    x = jax.ShapeDtypeStruct((target.dim,), dtype)
+    outs = [jax.eval_shape(target.potential, x), jax.eval_shape(target.grad, x)]
+    if target.hvp is not None:
+        outs.append(jax.eval_shape(target.hvp, x, x))
+    if ({o.dtype.name for o in outs} != {dtype.name}
+            or (dtype == jnp.float32 and _float64_values(target))):
+        raise TargetError(
+            f"target {target.name!r} does not compute in {dtype.name} (its functions close over "
+            f"float64 arrays): build it from {dtype.name} arrays, or give it a cast rule, "
+            f"target.replace(recast=lambda dtype: <the target rebuilt with arrays of that dtype>)")
+
+
+def cast_floats(tree, dtype):
+    """`tree` with its floating-point array leaves (numpy or JAX) cast to `dtype`."""
+    def cast(a):
+        if isinstance(a, (np.ndarray, jax.Array)) and jnp.issubdtype(a.dtype, jnp.floating):
+            return jnp.asarray(a, dtype=dtype)
+        return a
+
+    return jax.tree_util.tree_map(cast, tree)
+
 
 def _autodiff(potential):
     grad = jax.grad(potential)
@@ -144,6 +225,8 @@ def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logd
         from ..posterior import site_names
 
         kw["info"] = {"names": site_names({k: jnp.shape(v) for k, v in example.items()})}
+    kw.setdefault("recast", lambda dtype: from_logdensity(logdensity_fn,
+                                                          cast_floats(example, dtype)))
     return from_potential(potential, flat.size, alpha=alpha, beta=beta, name=name, unravel=unravel,
                           **kw)
 

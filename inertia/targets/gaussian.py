@@ -8,14 +8,16 @@ import scipy.stats
 from .base import GaussianExpectations, Target, TargetError
 
 
-def gaussian(mean, precision, *, name="gaussian") -> Target:
-    """Gaussian target N(mean, precision^{-1}); exact E_q V, E_q grad V, E_q hess V and optimum."""
-    mu = jnp.asarray(mean, dtype=jnp.float64)
-    P = jnp.asarray(precision, dtype=jnp.float64)
+def gaussian(mean, precision, *, name="gaussian", dtype="float64") -> Target:
+    """Gaussian target N(mean, precision^{-1}); exact E_q V, E_q grad V, E_q hess V and optimum
+    (checks and bounds in float64; the functions compute in `dtype`)."""
+    mu64 = jnp.asarray(mean, dtype=jnp.float64)
+    P64 = jnp.asarray(precision, dtype=jnp.float64)
+    mu, P = mu64.astype(dtype), P64.astype(dtype)
     d = mu.shape[0]
     if mu.ndim != 1 or P.shape != (d, d):
         raise TargetError(f"mean must be (d,) and precision (d, d); got {mu.shape} and {P.shape}")
-    Pn = np.asarray(P)
+    Pn = np.asarray(P64)
     if not np.allclose(Pn, Pn.T, atol=1e-12 * max(1.0, np.abs(Pn).max())):
         raise TargetError("precision matrix must be symmetric")
     eig = np.linalg.eigvalsh(Pn)
@@ -44,8 +46,10 @@ def gaussian(mean, precision, *, name="gaussian") -> Target:
     return Target(dim=d, potential=potential, grad=grad, hvp=hvp, alpha=float(eig[0]),
                   beta=float(eig[-1]), expectations=expectations, hess_matmul_fn=hess_matmul,
                   mean_hess_matmul_fn=lambda xs, M: P @ M,
-                  optimum=(np.asarray(mu), cov), name=name,
-                  info={"precision": Pn, "mean": np.asarray(mu)})
+                  optimum=(np.asarray(mu64), cov), name=name,
+                  info={"precision": Pn, "mean": np.asarray(mu64)},
+                  recast=lambda dt: gaussian(mu64, P64, name=name, dtype=dt),
+                  dtype=jnp.dtype(dtype).name)
 
 
 def kappa_family(dim: int = 8, kappa: float = 300.0, *, seed: int = 0) -> Target:

@@ -75,13 +75,14 @@ DEFAULT_RULE = {"logistic": "trapezoid", "probit": "hermite"}
 
 
 def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=None,
-               name=None, quadrature=None) -> Target:
+               name=None, quadrature=None, dtype="float64") -> Target:
     """V(theta) = theta^T Q0 theta / 2 + sum_i f(ytilde_i x_i^T theta); X=None means identity design.
 
     `prior_precision` is a scalar (Q0 = c I) or a (d, d) matrix. Labels y in {0,1} or {-1,+1}.
     Curvature bounds default to alpha = lambda_min(Q0), beta = lambda_max(Q0) + c lambda_max(X^T X)
     with c = 1/4 (logistic) or 1 (probit). `quadrature` ("hermite" or "trapezoid") is the 1-D rule
     for expectations; default trapezoid for logistic, Gauss-Hermite for probit (spec §9.3).
+    Checks and bounds are computed in float64; the functions compute in `dtype`.
     """
     if link not in LINKS:
         raise TargetError(f"unknown link {link!r}; choose from {sorted(LINKS)}")
@@ -124,9 +125,9 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
     alpha = qmin if alpha is None else alpha
     beta = qmax + c * gram_max if beta is None else beta
 
-    Xj = None if identity else jnp.asarray(Xn)
-    ytj = jnp.asarray(yt)
-    Q0 = jnp.asarray(Q0n)
+    Xj = None if identity else jnp.asarray(Xn, dtype=dtype)
+    ytj = jnp.asarray(yt, dtype=dtype)
+    Q0 = jnp.asarray(Q0n, dtype=dtype)
 
     def design(theta):
         return theta if identity else Xj @ theta
@@ -165,7 +166,7 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
         return prior_mv(M) + Xj.T @ (w[:, None] * (Xj @ M))
 
     def make_expectations(order):
-        z, w = (jnp.asarray(a) for a in QUADRATURE[rule](order))
+        z, w = (jnp.asarray(a, dtype=dtype) for a in QUADRATURE[rule](order))
 
         def expectations(m, S):
             mu = design(m)
@@ -176,7 +177,8 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
             e1 = f1(t) @ w
             e2 = f2(t) @ w
             if scalar_prior:
-                pv, pg, ph = 0.5 * Q0 * (m @ m + jnp.trace(S)), Q0 * m, Q0 * jnp.eye(d)
+                pv, pg = 0.5 * Q0 * (m @ m + jnp.trace(S)), Q0 * m
+                ph = Q0 * jnp.eye(d, dtype=dtype)
             else:
                 pv, pg, ph = 0.5 * (m @ (Q0 @ m) + jnp.sum(Q0 * S)), Q0 @ m, Q0
             if identity:
@@ -207,7 +209,11 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
                   mean_hess_matmul_fn=mean_hess_matmul,
                   observations=obs, name=name or f"{link}-glm(n={n},d={d})",
                   info={"link": link, "num_obs": n, "identity_design": identity,
-                        "quadrature": rule})
+                        "quadrature": rule},
+                  recast=lambda dt: glm_target(X, y, link=link, prior_precision=prior_precision,
+                                               alpha=alpha, beta=beta, name=name,
+                                               quadrature=quadrature, dtype=dt),
+                  dtype=jnp.dtype(dtype).name)
 
 
 def _with_intercept(X, intercept):

@@ -99,8 +99,9 @@ def in_hidden_region(x, v, R, a):
 
 
 def hard_family(kappa: float, *, R="asymptotic", dim=None, v=None, seed: int = 0,
-                variant: str = "v") -> Target:
-    """V_v (variant="v") or the reference V_B (variant="ball") of Theorem 3.1, unmollified."""
+                variant: str = "v", dtype="float64") -> Target:
+    """V_v (variant="v") or the reference V_B (variant="ball") of Theorem 3.1, unmollified (its
+    functions computing in `dtype`)."""
     if variant not in ("v", "ball"):
         raise TargetError(f"variant must be 'v' (hidden cap) or 'ball' (reference), got {variant!r}")
     Rval = radius(kappa, R)
@@ -124,7 +125,7 @@ def hard_family(kappa: float, *, R="asymptotic", dim=None, v=None, seed: int = 0
     if not (nv > 0 and np.isfinite(nv)):
         raise TargetError("hidden direction v must be a finite nonzero vector")
     vn = vn / nv
-    vj = jnp.asarray(vn)
+    vj = jnp.asarray(vn, dtype=dtype)
     c = kappa - 1.0
 
     if variant == "v":
@@ -152,7 +153,9 @@ def hard_family(kappa: float, *, R="asymptotic", dim=None, v=None, seed: int = 0
             "R_rule": R if isinstance(R, str) else "given", "tau": c ** -2, "mollified": False,
             "projection": proj, "in_hidden_region": hidden}
     return Target(dim=dim, potential=potential, grad=grad, hvp=hvp, alpha=1.0, beta=kappa,
-                  name=name, info=info)
+                  name=name, info=info, dtype=jnp.dtype(dtype).name,
+                  recast=lambda dt: hard_family(kappa, R=R, dim=dim, v=vn, variant=variant,
+                                                dtype=dt))
 
 
 def hard_pair(kappa: float, **kw) -> tuple[Target, Target]:

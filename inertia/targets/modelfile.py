@@ -51,8 +51,16 @@ def target_from_file(spec: str, data=None) -> Target:
     if init is not None:
         import jax.numpy as jnp
 
+        from .base import cast_floats
+
         example = jnp.asarray(init) if isinstance(init, (list, tuple, np.ndarray)) else init
-        return from_logdensity(lambda p: fn(p, columns or None), example, name=f"{path.name}:{name}")
+
+        def recast(dtype):
+            cols = cast_floats(columns, dtype)
+            return from_logdensity(lambda p: fn(p, cols or None), cast_floats(example, dtype))
+
+        return from_logdensity(lambda p: fn(p, columns or None), example,
+                               name=f"{path.name}:{name}", recast=recast)
     from . import from_numpyro
 
     return from_numpyro(fn, name=f"{path.name}:{name}", model_kwargs=columns)

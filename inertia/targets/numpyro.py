@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .base import Target, TargetError, from_logdensity
+from .base import Target, TargetError, cast_floats, from_logdensity
 
 
 def _numpyro():
@@ -57,33 +57,39 @@ def _compiled_init(model, model_args, model_kwargs, seed):
             partial(constrain_fn, model, model_args, model_kwargs, return_deterministic=True))
 
 
+def _initialise(model, model_args, model_kwargs, seed):
+    """(z0, potential_fn, postprocess_fn): the compiled search, or NumPyro's `initialize_model`
+    (its own messages) for models the search cannot trace, e.g. discrete or enumerated sites."""
+    try:
+        return _compiled_init(model, tuple(model_args), model_kwargs, seed)
+    except TargetError:
+        raise
+    except Exception:
+        initialize_model = _numpyro()
+        try:
+            info = initialize_model(jax.random.PRNGKey(seed), model, model_args=model_args,
+                                    model_kwargs=model_kwargs, dynamic_args=False)
+        except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
+            raise TargetError(f"NumPyro could not initialise the model: {err}") from err
+        return info.param_info.z, info.potential_fn, info.postprocess_fn
+
+
 def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
                  model_kwargs=None, **kwargs) -> Target:
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
 
     `model(*model_args, **kwargs)` is traced inside one jit that runs NumPyro's
     `find_valid_initial_params` (observed sites fixed by the arguments; models it cannot trace
-    fall back to `numpyro.infer.util.initialize_model`). Keyword arguments named alpha / beta / name / seed /
-    model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
-    `alpha`, `beta`: curvature bounds of V, needed by the VI step rules.
+    fall back to `numpyro.infer.util.initialize_model`). Keyword arguments named alpha / beta /
+    name / seed / model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
+    `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
+    re-initialises the model with its floating-point arguments cast to float32.
     `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
     ({site: unconstrained shape}), "init" (NumPyro's initial unconstrained point, flat).
     """
-    initialize_model = _numpyro()
     mkw = dict(model_kwargs or {})
     mkw.update(kwargs)
-    try:
-        z0, potential_fn, postprocess_fn = _compiled_init(model, tuple(model_args), mkw, seed)
-    except TargetError:
-        raise
-    except Exception:  # e.g. discrete or enumerated sites: NumPyro's own path and messages
-        try:
-            info = initialize_model(jax.random.PRNGKey(seed), model, model_args=model_args,
-                                    model_kwargs=mkw, dynamic_args=False)
-        except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
-            raise TargetError(f"NumPyro could not initialise the model: {err}") from err
-        z0, potential_fn, postprocess_fn = (info.param_info.z, info.potential_fn,
-                                            info.postprocess_fn)
+    z0, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed)
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
     flat0, unravel = jax.flatten_util.ravel_pytree(z0)
@@ -111,7 +117,14 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     sites = {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     extra = {"constrain": constrain, "postprocess": postprocess_fn, "sites": sites, "init": flat0,
              "names": site_names(sites)}
-    return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra)
+
+    def recast(dtype):  # the model re-traced on its data in dtype; the latent point in dtype
+        args, kw = cast_floats((model_args, mkw), dtype)
+        potential = _initialise(model, args, kw, seed)[1]
+        return from_logdensity(lambda p: -potential(p), cast_floats(z0, dtype))
+
+    return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra,
+                           recast=recast)
 
 
 __all__ = ["from_numpyro"]

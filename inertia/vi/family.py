@@ -68,14 +68,15 @@ def prox_entropy(Y, eta, coords):
     return (Q * phi(w, eta)) @ Q.T
 
 
-def _norm_root(norm_sq_at, radius):
-    """Smallest gamma >= 0 with norm_sq_at(gamma) <= radius^2 (norm decreasing in gamma)."""
+def _norm_root(norm_sq_at, radius, dtype):
+    """Smallest gamma >= 0 (of `dtype`) with norm_sq_at(gamma) <= radius^2 (norm decreasing in
+    gamma)."""
     r2 = radius * radius
 
     def too_big(g):
         return norm_sq_at(g) > r2
 
-    hi = lax.while_loop(lambda g: too_big(g), lambda g: 2.0 * g + 1.0, jnp.asarray(1.0))
+    hi = lax.while_loop(lambda g: too_big(g), lambda g: 2.0 * g + 1.0, jnp.asarray(1.0, dtype))
 
     def bisect(_, lohi):
         lo, hi = lohi
@@ -83,8 +84,8 @@ def _norm_root(norm_sq_at, radius):
         big = too_big(mid)
         return jnp.where(big, mid, lo), jnp.where(big, hi, mid)
 
-    _, hi = lax.fori_loop(0, BISECTION_STEPS, bisect, (jnp.asarray(0.0), hi))
-    return jnp.where(too_big(0.0), hi, 0.0)
+    _, hi = lax.fori_loop(0, BISECTION_STEPS, bisect, (jnp.asarray(0.0, dtype), hi))
+    return jnp.where(too_big(jnp.asarray(0.0, dtype)), hi, 0.0)
 
 
 def _shrink_to_ball(Y, diag_at, radius):
@@ -94,7 +95,8 @@ def _shrink_to_ball(Y, diag_at, radius):
     dY = jnp.diag(Y)
     off = Y - jnp.diag(dY)
     off_sq = jnp.sum(off**2)
-    gamma = _norm_root(lambda g: off_sq / (1.0 + g) ** 2 + jnp.sum(diag_at(dY, g) ** 2), radius)
+    gamma = _norm_root(lambda g: off_sq / (1.0 + g) ** 2 + jnp.sum(diag_at(dY, g) ** 2), radius,
+                       Y.dtype)
     return off / (1.0 + gamma) + jnp.diag(diag_at(dY, gamma))
 
 

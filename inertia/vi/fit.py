@@ -58,6 +58,7 @@ class FitResult:
     restarts: int = 0  # momentum restarts (adaptive restart)
     names: Optional[list] = None  # parameter names of the flat coordinates
     constrain: Optional[Callable] = dataclasses.field(default=None, repr=False)
+    dtype: str = "float64"  # the float type the updates ran in (history and results: float64)
 
     @property
     def final_gap(self):
@@ -123,7 +124,7 @@ class FitResult:
             "names": self.names or [f"x[{i}]" for i in range(self.dim)],
             "final_objective": self.final_objective, "bounds": self.bounds,
             "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
-            "averaged": self.averaged, "restarts": self.restarts,
+            "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -292,7 +293,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         widen: Optional[bool] = None, monitor: Optional[bool] = None,
         average: Optional[bool] = None, window: int = 10, monitor_draws: int = 256,
         max_recoveries: int = 4, keep_iterates: bool = False, hessian_check: Optional[bool] = None,
-        **options) -> FitResult:
+        dtype: str = "float64", **options) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
@@ -306,7 +307,11 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     GLM / graph-probit targets; `history["objective_estimate"]` is F_hat for any target.
     `keep_iterates=True` adds history["mean"] (k, seeds, d) and ["factor"] (Cholesky of each
     checkpoint's covariance, (k, seeds, d, d)).
+    `dtype="float32"` runs the updates (draws, the target's derivatives, the kernel's linear
+    algebra) in float32 on `target.astype("float32")`; bounds, start, gaps, the objective monitor
+    and the results stay float64 (docs/benchmarks.md "float32 and the GPU path").
     """
+    dtype = _dtype_name(dtype)
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
                     window, evaluate)
     method = method or DEFAULT_METHOD
@@ -328,7 +333,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     target, init = prep.target, prep.init
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
-                     len(seeds))
+                     len(seeds), dtype=dtype)
     every = int(checkpoint_every or (min(runner.auto_every(opts.window), max(1, num_steps // 100))
                                      if opts.tol is not None else max(1, num_steps // 100 or 1)))
     m0, A0 = _initial(target, init, runner.kernel.coords)
@@ -336,8 +341,18 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         hessian_check = target.expectations is None
     if runner.est.needs_hvp and hessian_check:
         _check_hessian(target, m0, A0, runner.kernel.coords, method)
-    return runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
-                      max_recoveries, prep.curvature, keep_iterates)
+    result = runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
+                        max_recoveries, prep.curvature, keep_iterates)
+    result.dtype = dtype
+    return result
+
+
+def _dtype_name(dtype):
+    """"float32" or "float64" (the float type of the updates); anything else is refused."""
+    name = np.dtype(dtype).name if dtype is not None else "float64"
+    if name not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
+    return name
 
 
 def _check_memory(m_spec, d, batch_size, num_seeds):
@@ -374,7 +389,8 @@ class _Runner:
     compiles each block shape once, and drives blocks with checkpoints, monitor and stopping."""
 
     def __init__(self, target, method, accelerated, batch_size, step_size, s, opts, options,
-                 num_seeds):
+                 num_seeds, dtype="float64"):
+        self.dtype = dtype
         self.target, self.opts, self.options = target, opts, dict(options)
         self.batch_size, self.num_seeds = int(batch_size), num_seeds
         self.method, self.accelerated, self.step_size, self.s = method, accelerated, step_size, s
@@ -399,8 +415,11 @@ class _Runner:
         elif self.step_size is not None:
             step = self.step_size
         kernel, self.m_spec, self.est, self.accelerated, self.rule = make_kernel(
-            self.target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
-            step_size=step, s=s, **opts)
+            self.target.astype(self.dtype), self.method, accelerated=self.accelerated,
+            batch_size=self.batch_size, step_size=step, s=s, **opts)
+        if self.dtype != "float64":  # starts and restarts arrive in float64
+            init, dt = kernel.init, jnp.dtype(self.dtype)
+            kernel = kernel._replace(init=lambda m, A: init(m.astype(dt), A.astype(dt)))
         if self.opts.restart and self.accelerated and kernel.lookahead is not None:
             kernel = with_restart(kernel)
         self.kernel = kernel
@@ -457,7 +476,8 @@ class _Runner:
         rec = _Recorder(target, kernel, evaluate, opts.monitor, monitor_draws, seeds[0])
         rec.keep_iterates = bool(keep_iterates)
         rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
-        rec.add(0, 0.0, np.asarray(state.m)[None], np.asarray(state.A)[None])
+        rec.add(0, 0.0, np.asarray(state.m, np.float64)[None],
+                np.asarray(state.A, np.float64)[None])
         keys = _keys(seeds, num_steps, 0)
         schedule = (_schedule(num_steps, every) if rule is None
                     else [(i, 1, min(every, num_steps - i)) for i in range(0, num_steps, every)])
@@ -476,8 +496,8 @@ class _Runner:
             restarts += int(np.asarray(nr).sum())
             chunk_ok = ok.all(axis=(0, 2))
             good = n if chunk_ok.all() else int(np.argmin(chunk_ok))
-            bm = np.swapaxes(np.asarray(bm)[:, :good], 0, 1)
-            bA = np.swapaxes(np.asarray(bA)[:, :good], 0, 1)
+            bm = np.swapaxes(np.asarray(bm, np.float64)[:, :good], 0, 1)
+            bA = np.swapaxes(np.asarray(bA, np.float64)[:, :good], 0, 1)
             steps_b = [start + (c + 1) * length for c in range(good)]
             secs = [elapsed + dt * (c + 1) / n for c in range(good)]
             bad_draws = rec.add_block(steps_b, secs, bm, bA)
