@@ -307,8 +307,10 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     (`inertia.targets.curvature`), start at the Laplace fit, default method `stl-proj`, adaptive
     momentum restart, divergence recovery with a smaller step, feasible-set widening, and the
     stopping rule on the common-random-number objective estimate (tol 1e-4 nats, at most
-    `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints. Each switch
-    can be set explicitly. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
+    `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints (restarted at
+    half the step while F_hat still falls at its end: `extend`); on targets without exact
+    expectations the run happens in coordinates whitened by the start (`whiten`). Each switch
+    can be set explicitly; `result.stopped["converged"]` is False when `num_steps` ended the run. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
     GLM / graph-probit targets; `history["objective_estimate"]` is F_hat for any target.
     `keep_iterates=True` adds history["mean"] (k, seeds, d) and ["factor"] (Cholesky of each
     checkpoint's covariance, (k, seeds, d, d)).
