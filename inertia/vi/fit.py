@@ -485,7 +485,7 @@ class _Runner:
                     else [(i, 1, min(every, num_steps - i)) for i in range(0, num_steps, every)])
         diverged, stopped, restarts = None, None, 0
         elapsed, attempt, low_hits, high_hits = 0.0, 0, 0, 0
-        extended = 0
+        extended, earlier = 0, []  # averages before each extension
         queue = list(schedule)
         last_print = time.perf_counter()
         while True:
@@ -496,6 +496,7 @@ class _Runner:
                 extended += 1  # still falling: restart the average here at half the step
                 ev = {"event": "averaging extended", "step": rec.steps[-1],
                       "decrease": rule.decrease, "stderr": rule.stderr}
+                earlier.append(rec.final)
                 rec.start_averaging()
                 rule = StoppingRule(opts.tol, opts.window, confident=True)
                 self.eta_scale /= 2.0
@@ -597,6 +598,10 @@ class _Runner:
                     continue
                 stopped = {"reason": "objective converged", "converged": True, **verdict}
                 break
+        if earlier and diverged is None:
+            kept = rec.keep_lowest(earlier)
+            if kept:
+                self.events.append(kept)
         if rec.avg_start is not None:
             kept = rec.keep_best()
             if kept:
