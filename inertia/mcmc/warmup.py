@@ -87,10 +87,10 @@ def _vi_fit(target, seed):
     return mean, factor, g, f"{r.method}, {r.num_steps} steps"
 
 
-def whiten(target: Target, mean, factor) -> Target:
+def whiten(target: Target, mean, factor, dtype=jnp.float64) -> Target:
     """V_w(z) = V(m + L z) with gradient L^T grad V(m + L z) and HVP L^T hess V(m + L z) L v."""
-    m = jnp.asarray(mean, dtype=jnp.float64)
-    F = jnp.asarray(factor, dtype=jnp.float64)
+    m = jnp.asarray(mean, dtype=dtype)
+    F = jnp.asarray(factor, dtype=dtype)
 
     def x(z):
         return m + F @ z
@@ -104,7 +104,8 @@ def whiten(target: Target, mean, factor) -> Target:
 
     return Target(dim=target.dim, potential=lambda z: target.potential(x(z)),
                   grad=lambda z: F.T @ target.grad(x(z)), hvp=hvp, hess_matmul_fn=hess_matmul,
-                  name=f"{target.name}-whitened")
+                  name=f"{target.name}-whitened",
+                  recast=lambda dt: whiten(target.astype(dt), mean, factor, dt))
 
 
 class Curvature:

@@ -86,5 +86,60 @@ def boundary(feasible: Optional[str], A: np.ndarray, alpha: float, beta: float,
     return False, outer  # "norm": the norm-constrained prox only bounds ||L||_F
 
 
+@dataclasses.dataclass
+class Whitening:
+    """x = shift + W z: the run happens in z, where the start is N(0, I); F_x = F_z - log|det W|."""
+
+    shift: np.ndarray
+    W: np.ndarray
+    target: Target  # the user's target (x coordinates)
+    hvp_evals: int  # spent on the bounds in z
+
+    @property
+    def log_det(self) -> float:
+        return float(np.sum(np.log(np.abs(np.diag(self.W)))))
+
+
+def whiten_start(target: Target, init, *, seed: int = 0):
+    """(target in z = W^-1 (x - m0), start (0, I), Whitening) for a start N(m0, A0 A0^T), with
+    W = chol(A0 A0^T) and bounds re-estimated in z at draws of the start (the run then sees the
+    curvature of the target relative to the start, not the MAP's raw spectrum)."""
+    from ..mcmc.warmup import whiten
+    from ..targets.curvature import bounds_under
+
+    m0 = np.asarray(init[0], dtype=float)
+    A0 = np.asarray(init[1], dtype=float)
+    W = np.linalg.cholesky(A0 @ A0.T)
+    zt = whiten(target, m0, W)
+    zt = dataclasses.replace(zt, info={k: v for k, v in target.info.items() if k != "init"})
+    d = target.dim
+    new = bounds_under(zt, np.zeros(d), np.eye(d), seed=seed)
+    if new is None:
+        return None
+    a, b, hvps = new
+    zt = zt.replace(alpha=float(min(a, b)), beta=float(b))
+    return zt, (np.zeros(d), np.eye(d)), Whitening(m0, W, target, int(hvps))
+
+
+def unwhiten(res, wh: Whitening):
+    """The FitResult of a run in z, mapped back to x (mean, covariance, factors, F_hat)."""
+    W, c = wh.W, wh.shift
+    res.mean = np.asarray(res.mean) @ W.T + c
+    res.cov = W @ np.asarray(res.cov) @ W.T
+    res.factor = W @ np.asarray(res.factor) if res.coords != "cov" else np.linalg.cholesky(res.cov)
+    h = res.history
+    if "mean" in h:
+        h["mean"] = np.asarray(h["mean"]) @ W.T + c
+        h["factor"] = W @ np.asarray(h["factor"])  # W and each factor lower-triangular: Cholesky
+    if h.get("objective_estimate") is not None:
+        h["objective_estimate"] = np.asarray(h["objective_estimate"]) - wh.log_det
+    h["hvp_evals"] = np.asarray(h["hvp_evals"]) + wh.hvp_evals
+    res.target_name = wh.target.name
+    res.names = wh.target.info.get("names")
+    res.constrain = wh.target.info.get("constrain")
+    res.bounds = {**(res.bounds or {}), "whitened": True}
+    return res
+
+
 __all__ = ["DEFAULT_METHOD", "default_batch", "warn_small_batch", "prepare", "Prepared",
-           "boundary"]
+           "boundary", "whiten_start", "unwhiten", "Whitening"]

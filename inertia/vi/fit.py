@@ -224,6 +224,7 @@ def to_coords(F, coords):
 REESTIMATE_EVERY = 25  # checkpoints between curvature re-estimates at draws of q (auto mode)
 AVERAGING_FACTOR = 4  # averaging runs 4x as many updates as it took to reach the plateau
 AVERAGING_STEP_DECAY = 4.0  # the averaging phase runs at a quarter of the step: a smaller bias
+MAX_EXTENSIONS = 4  # averaging restarts while F_hat still falls at the end of the phase
 MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
 
 
@@ -266,10 +267,12 @@ class _Options(NamedTuple):
     tol: Optional[float]
     average: bool
     window: int
+    whiten: bool = False  # auto mode: run in coordinates where the start is N(0, I)
+    extend: bool = False  # auto mode: restart averaging while F_hat still falls at its end
 
 
 def _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average, window,
-             evaluate):
+             evaluate, whiten=None, extend=None):
     auto = method is None or target.alpha is None or target.beta is None
     acc = get_method(method or DEFAULT_METHOD).accelerable if accelerated is None else accelerated
     restart = bool(auto and acc) if restart is None else bool(restart)
@@ -281,7 +284,9 @@ def _resolve(target, method, accelerated, restart, recover, widen, monitor, tol,
     if tol is not None and not monitor:
         raise ValueError("the stopping rule (tol=) needs the objective monitor (monitor=True)")
     average = (tol is not None) if average is None else bool(average)
-    return _Options(restart, recover, widen, monitor, tol, average, int(window))
+    return _Options(restart, recover, widen, monitor, tol, average, int(window),
+                    bool(auto and target.expectations is None) if whiten is None else bool(whiten),
+                    bool(average) if extend is None else bool(extend))
 
 
 def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[bool] = None,
@@ -293,6 +298,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         widen: Optional[bool] = None, monitor: Optional[bool] = None,
         average: Optional[bool] = None, window: int = 10, monitor_draws: int = 256,
         max_recoveries: int = 4, keep_iterates: bool = False, hessian_check: Optional[bool] = None,
+        whiten: Optional[bool] = None, extend: Optional[bool] = None,
         dtype: str = "float64", **options) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
 
@@ -302,8 +308,10 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     (`inertia.targets.curvature`), start at the Laplace fit, default method `stl-proj`, adaptive
     momentum restart, divergence recovery with a smaller step, feasible-set widening, and the
     stopping rule on the common-random-number objective estimate (tol 1e-4 nats, at most
-    `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints. Each switch
-    can be set explicitly. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
+    `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints (restarted at
+    half the step while F_hat still falls at its end: `extend`); on targets without exact
+    expectations the run happens in coordinates whitened by the start (`whiten`). Each switch
+    can be set explicitly; `result.stopped["converged"]` is False when `num_steps` ended the run. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
     GLM / graph-probit targets; `history["objective_estimate"]` is F_hat for any target.
     `keep_iterates=True` adds history["mean"] (k, seeds, d) and ["factor"] (Cholesky of each
     checkpoint's covariance, (k, seeds, d, d)).
@@ -313,7 +321,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     """
     dtype = _dtype_name(dtype)
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
-                    window, evaluate)
+                    window, evaluate, whiten, extend)
     method = method or DEFAULT_METHOD
     if num_steps is None:
         num_steps = 20000 if opts.tol is not None else 1000
@@ -331,6 +339,13 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     _check_memory(m_spec, target.dim, batch_size, len(seeds))
     prep = prepare(target, init, seed=seeds[0], verbose=progress)
     target, init = prep.target, prep.init
+    wh = None
+    if opts.whiten and init is not None and target.expectations is None:
+        from .auto import whiten_start
+
+        out = whiten_start(target, init, seed=seeds[0])
+        if out is not None:
+            target, init, wh = out
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
                      len(seeds), dtype=dtype)
@@ -341,10 +356,16 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         hessian_check = target.expectations is None
     if runner.est.needs_hvp and hessian_check:
         _check_hessian(target, m0, A0, runner.kernel.coords, method)
-    result = runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
-                        max_recoveries, prep.curvature, keep_iterates)
-    result.dtype = dtype
-    return result
+    res = runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
+                     max_recoveries, prep.curvature, keep_iterates)
+    if wh is not None:
+        from .auto import unwhiten
+
+        res.events.insert(0, {"event": "whitened", "step": 0, "log_det": wh.log_det,
+                              "alpha": target.alpha, "beta": target.beta})
+        res = unwhiten(res, wh)
+    res.dtype = dtype
+    return res
 
 
 def _dtype_name(dtype):
@@ -483,9 +504,27 @@ class _Runner:
                     else [(i, 1, min(every, num_steps - i)) for i in range(0, num_steps, every)])
         diverged, stopped, restarts = None, None, 0
         elapsed, attempt, low_hits, high_hits = 0.0, 0, 0, 0
+        extended, earlier = 0, []  # averages before each extension
         queue = list(schedule)
         last_print = time.perf_counter()
-        while queue:
+        while True:
+            if not queue:
+                if not (opts.extend and rec.avg_start is not None and _falling(rule, z=1.0)
+                        and rec.steps[-1] < num_steps and extended < MAX_EXTENSIONS):
+                    break
+                extended += 1  # still falling: restart the average here at half the step
+                ev = {"event": "averaging extended", "step": rec.steps[-1],
+                      "decrease": rule.decrease, "stderr": rule.stderr}
+                earlier.append(rec.final)
+                rec.start_averaging()
+                rule = StoppingRule(opts.tol, opts.window, confident=True)
+                self.eta_scale /= 2.0
+                self._build()
+                kernel = self.kernel
+                self.events.append({**ev, "step_size": self.rule.eta})
+                until = min(num_steps, rec.steps[-1] * 2)
+                queue = [(i, 1, min(every, until - i)) for i in range(rec.steps[-1], until, every)]
+                continue
             start, n, length = queue.pop(0)
             fn = self._compiled(state, n, length)
             t = time.perf_counter()
@@ -576,16 +615,48 @@ class _Runner:
                     until = min(num_steps, rec.steps[-1] * (1 + AVERAGING_FACTOR))
                     queue = [q for q in queue if q[0] < until]
                     continue
-                stopped = {"reason": "objective converged", **verdict}
+                stopped = {"reason": "objective converged", "converged": True, **verdict}
                 break
+        if earlier and diverged is None:
+            kept = rec.keep_lowest(earlier)
+            if kept:
+                self.events.append(kept)
         if rec.avg_start is not None:
             kept = rec.keep_best()
             if kept:
                 self.events.append(kept)
-        if stopped is None and diverged is None and rec.avg_start is not None:
-            stopped = {"reason": "averaging finished", "step": rec.steps[-1],
-                       "averaging_from": rec.avg_start}
+        if stopped is None and diverged is None and rule is not None:
+            stopped = _budget_verdict(rec, rule, num_steps)
+            if not stopped["converged"]:
+                warnings.warn(f"{self.m_spec.name}: {stopped['reason']} (step {stopped['step']}); "
+                              "raise num_steps", RuntimeWarning, stacklevel=3)
         return rec.result(self, seeds, diverged, stopped, restarts, curvature)
+
+
+def _falling(rule, z=None):
+    """The stopping rule's last window shows a decrease of F_hat > max(tol, z s.e.) (z: the rule's)."""
+    return (rule is not None and rule.decrease is not None
+            and rule.decrease > max(rule.tol, (rule.z if z is None else z) * rule.stderr))
+
+
+def _budget_verdict(rec, rule, num_steps):
+    """Why a monitored run ended without the stopping rule firing: the averaging phase ran its
+    course, or the budget ended it; either way whether F_hat was still falling (unconverged)."""
+    falling = _falling(rule)
+    out = {"step": rec.steps[-1], "decrease": rule.decrease, "stderr": rule.stderr,
+           "converged": False}
+    if rec.avg_start is not None:
+        out["averaging_from"] = rec.avg_start
+        cut = rec.steps[-1] >= num_steps and num_steps < rec.avg_start * (1 + AVERAGING_FACTOR)
+        out["converged"] = not (falling or cut)
+        out["reason"] = ("averaging finished" if not (falling or cut) else
+                         "NOT CONVERGED: num_steps ended the averaging phase early"
+                         + (" with F_hat still falling" if falling else ""))
+    else:
+        out["reason"] = ("NOT CONVERGED: num_steps reached with F_hat still falling" if falling else
+                         "NOT CONVERGED: num_steps reached before the objective was seen to "
+                         "plateau")
+    return out
 
 
 def _keys(seeds, num_steps, attempt):

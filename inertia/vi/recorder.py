@@ -115,6 +115,25 @@ class _Recorder:
             self.last_A = raw_As[keep - 1]
         return bad
 
+    def keep_lowest(self, candidates):
+        """Report the candidate (m, A) with the lowest F_hat (same draws) if it beats the final
+        answer: the averages before each averaging restart compete with the last one."""
+        if not candidates or self.monitor is None or not self.est_draws:
+            return None
+        ms = np.stack([c[0] for c in candidates])
+        As = np.stack([c[1] for c in candidates])
+        _, _, est = self._evaluate(ms, As)
+        f = np.mean(est[0], axis=1)
+        final = float(np.mean(self.est_value[-1]))
+        i = int(np.nanargmin(np.where(np.isfinite(f), f, np.inf)))
+        if not (np.isfinite(f[i]) and f[i] < final):
+            return None
+        start, self.avg_start = self.avg_start, None  # a plain row, not into the average
+        self.add_block([self.steps[-1]], [self.seconds[-1]], ms[i][None], As[i][None])
+        self.avg_start = start
+        return {"event": "earlier average kept", "step": self.steps[-1], "candidate": i,
+                "improvement": final - float(f[i])}
+
     def keep_best(self):
         """After averaging: if the best phase-1 iterate beats the final answer by more than two
         paired standard errors (same draws), report it instead (non-convex targets)."""

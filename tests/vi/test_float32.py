@@ -111,6 +111,19 @@ def test_same_seed_same_numbers_and_automatic_mode():
     assert np.ravel(a.history["gap"])[-1] < 0.1 * np.ravel(a.history["gap"])[0]
 
 
+def test_automatic_mode_whitened_in_float32():
+    """A log density without exact expectations: automatic mode whitens by the start, and the
+    whitened target casts too (float32 state), landing on the float64 run's answer (N(0, D^-1)
+    for this Gaussian: mean 0, sds 1, 2, 3) to float32-plus-Monte-Carlo accuracy."""
+    scale = np.array([1.0, 2.0, 3.0], np.float32)
+    t = from_logdensity(lambda p: -0.5 * jnp.sum((p / scale.astype(p.dtype)) ** 2),
+                        np.zeros(3, np.float32))
+    r32 = fit(t, seed=0, num_steps=300, dtype="float32", progress=False)
+    assert r32.dtype == "float32" and r32.events[0]["event"] == "whitened"
+    np.testing.assert_allclose(np.sqrt(np.diag(r32.cov)), scale, rtol=0.03)
+    assert np.all(np.abs(r32.mean) < 0.05 * scale)
+
+
 def test_target_casts_and_refusals():
     t = kappa_family(4, 10.0)
     t32 = t.astype("float32")
