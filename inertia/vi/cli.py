@@ -122,10 +122,12 @@ def report(res, out, total) -> str:
              f"(compile {res.compile_seconds:.2f}s, total {total:.2f}s)"]
     if res.curvature:
         c = res.curvature
+        where = ("in coordinates whitened by the Laplace start; target's "
+                 if res.bounds.get("whitened") else "")
         lines.append(f"bounds estimated: alpha = {res.bounds['alpha']:.3g}, beta = "
-                     f"{res.bounds['beta']:.3g} (Hessian spectrum [{min(c['lambda_min']):.3g}, "
-                     f"{max(c['lambda_max']):.3g}] at the MAP and Laplace draws, margin x"
-                     f"{c['margin']:g})")
+                     f"{res.bounds['beta']:.3g} ({where}Hessian spectrum "
+                     f"[{min(c['lambda_min']):.3g}, {max(c['lambda_max']):.3g}] at the MAP and "
+                     f"Laplace draws, margin x{c['margin']:g})")
     if out["final_gap"] is not None:
         lines.append(f"final gap {out['final_gap']:.3e} nats (exact)")
     if out.get("final_objective") is not None:
