@@ -83,7 +83,13 @@ def test_projection_is_exact_and_batch_independent():
     np.testing.assert_array_equal(P(inside), sym(inside))  # skipped: exactly sym(C)
     np.testing.assert_allclose(P(outside), (Q * jnp.array([0.5, 0.9, 1.0, 1.5, 2.0])) @ Q.T,
                                atol=1e-14)
-    batch = jnp.stack([inside, outside, inside])
+    below = (Q * jnp.array([-1.0, 0.1, 0.2, 0.3, 0.4])) @ Q.T  # whole spectrum under lower
+    above = (Q * jnp.array([2.5, 3.0, 4.0, 5.0, 9.0])) @ Q.T
+    np.testing.assert_array_equal(P(below), 0.5 * jnp.eye(d))  # no decomposition: lower I
+    np.testing.assert_array_equal(P(above), 2.0 * jnp.eye(d))
+    np.testing.assert_allclose(P(below), projected_sym.project_spectrum(below, 0.5, 2.0), atol=1e-14)
+    np.testing.assert_allclose(P(above), projected_sym.project_spectrum(above, 0.5, 2.0), atol=1e-14)
+    batch = jnp.stack([inside, outside, below, above, inside])
     out = jax.jit(jax.vmap(P))(batch)
-    for i in range(3):
+    for i in range(len(batch)):
         np.testing.assert_array_equal(out[i], jax.jit(P)(batch[i]))
