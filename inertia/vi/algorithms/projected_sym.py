@@ -8,7 +8,8 @@ P costs a d x d eigendecomposition, but near the optimum the iterates lie inside
 leave a factor 2 around spec(Sigma*^{1/2})), where P(C) = sym(C), and in the transient the
 v-argument often has its whole spectrum below lower (P(C) = lower I) or above upper (upper I).
 So P first classifies sym(C) with Cholesky factorisations of sym(C) - lower I, upper I - sym(C),
-lower I - sym(C) or sym(C) - upper I (d^3/3 flops each, at most three, against ~9 d^3 for eigh)
+lower I - sym(C) or sym(C) - upper I (d^3/3 flops each, at most three, against ~9 d^3 for eigh;
+the upper one only when the O(d^2) bound max(spec) <= min(||S||_inf, ||S||_F) does not settle it)
 and decomposes only when the spectrum straddles a bound. Under vmap (several seeds) the batch
 decomposes when any member straddles, and the others keep their closed form, so a seed's numbers
 do not depend on the batch. The closed forms differ from Q clip(w) Q^T by rounding only
@@ -43,9 +44,15 @@ def spectrum_projection(lower, upper):
         def none_below(S):
             if not bounded_above:
                 return jnp.int32(INSIDE)
-            return lax.cond(pd(upper * eye - S), lambda S: jnp.int32(INSIDE),
-                            lambda S: jnp.where(pd(S - upper * eye), ABOVE, MIXED).astype(jnp.int32),
-                            S)
+            # max(spec) <= min(infinity norm, Frobenius norm): a sufficient O(d^2) test first
+            norm = jnp.minimum(jnp.max(jnp.sum(jnp.abs(S), axis=1)), jnp.sqrt(jnp.sum(S * S)))
+
+            def factorise(S):
+                return lax.cond(
+                    pd(upper * eye - S), lambda S: jnp.int32(INSIDE),
+                    lambda S: jnp.where(pd(S - upper * eye), ABOVE, MIXED).astype(jnp.int32), S)
+
+            return lax.cond(norm <= upper, lambda S: jnp.int32(INSIDE), factorise, S)
 
         def some_below(S):
             return jnp.where(pd(lower * eye - S), BELOW, MIXED).astype(jnp.int32)
