@@ -9,7 +9,7 @@ leave a factor 2 around spec(Sigma*^{1/2})), where P(C) = sym(C), and in the tra
 v-argument often has its whole spectrum below lower (P(C) = lower I) or above upper (upper I).
 So P first classifies sym(C) with Cholesky factorisations of sym(C) - lower I, upper I - sym(C),
 lower I - sym(C) or sym(C) - upper I (d^3/3 flops each, at most three, against ~9 d^3 for eigh;
-the upper one only when the O(d^2) bound max(spec) <= min(||S||_inf, ||S||_F) does not settle it)
+O(d^2) bounds first: min(spec) <= diag S <= max(spec), max(spec) <= min(||S||_inf, ||S||_F))
 and decomposes only when the spectrum straddles a bound. Under vmap (several seeds) the batch
 decomposes when any member straddles, and the others keep their closed form, so a seed's numbers
 do not depend on the batch. The closed forms differ from Q clip(w) Q^T by rounding only
@@ -48,16 +48,22 @@ def spectrum_projection(lower, upper):
             norm = jnp.minimum(jnp.max(jnp.sum(jnp.abs(S), axis=1)), jnp.sqrt(jnp.sum(S * S)))
 
             def factorise(S):
-                return lax.cond(
-                    pd(upper * eye - S), lambda S: jnp.int32(INSIDE),
-                    lambda S: jnp.where(pd(S - upper * eye), ABOVE, MIXED).astype(jnp.int32), S)
+                return lax.cond(pd(upper * eye - S), lambda S: jnp.int32(INSIDE), all_above, S)
+
+            def all_above(S):  # min(spec) <= min(diag S): a diagonal entry <= upper rules it out
+                return lax.cond(jnp.min(jnp.diag(S)) <= upper, lambda S: jnp.int32(MIXED),
+                                lambda S: jnp.where(pd(S - upper * eye), ABOVE, MIXED)
+                                .astype(jnp.int32), S)
 
             return lax.cond(norm <= upper, lambda S: jnp.int32(INSIDE), factorise, S)
 
-        def some_below(S):
-            return jnp.where(pd(lower * eye - S), BELOW, MIXED).astype(jnp.int32)
+        def some_below(S):  # max(spec) >= max(diag S): a diagonal entry >= lower rules it out
+            return lax.cond(jnp.max(jnp.diag(S)) >= lower, lambda S: jnp.int32(MIXED),
+                            lambda S: jnp.where(pd(lower * eye - S), BELOW, MIXED)
+                            .astype(jnp.int32), S)
 
-        return lax.cond(pd(S - lower * eye), none_below, some_below, S)
+        return lax.cond(jnp.min(jnp.diag(S)) < lower, some_below,
+                        lambda S: lax.cond(pd(S - lower * eye), none_below, some_below, S), S)
 
     def branches(S):
         eye = jnp.eye(S.shape[-1], dtype=S.dtype)
