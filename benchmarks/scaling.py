@@ -12,7 +12,7 @@ the least-squares slope of log time on log d over d >= 100 (below that, fixed pe
 dominates). A reference row times one d x d `eigh` (with vectors), the cost goal of the
 symmetric-root methods; stl-proj and fb-gvi are skipped above --max-d-expensive. Run:
 python benchmarks/scaling.py [--dims 30 100 300 1000 3000] [--clock cpu] [--json out.json]
-[--plot docs/benchmarks_scaling.png]
+[--plot docs/benchmarks_scaling.png]; tables and plot from a saved run: --report JSON [--plot ...]
 """
 from __future__ import annotations
 
@@ -166,20 +166,8 @@ def report(rows, names, dims):
     return fits
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dims", type=int, nargs="+", default=[30, 100, 300, 1000])
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=2)
-    ap.add_argument("--methods", nargs="+", default=list(METHODS) + list(PEERS) + [EIGH],
-                    help="subset of the inertia methods, peers and the eigh reference to run")
-    ap.add_argument("--max-d-expensive", type=int, default=1000,
-                    help=f"largest d for {', '.join(EXPENSIVE)} (minutes per update above it)")
-    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                    help="cpu: process CPU seconds (all threads), steadier on a loaded machine")
-    ap.add_argument("--json", default=None)
-    ap.add_argument("--plot", default=None)
-    args = ap.parse_args(argv)
+def measure_all(args):
+    """Run every (d, method) cell; rows of time per update and compiled peak memory."""
     b = args.batch_size
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     load_before = os.getloadavg()
@@ -202,13 +190,41 @@ def main(argv=None):
                              "steps": n, "s_per_update": t, "peak_bytes": peak})
                 print(f"d={d:5d} {name:28s} {1e3 * t:10.3f} ms/update  "
                       f"{(peak or 0) / 2**20:9.1f} MiB", flush=True)
+    return rows, load_before
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dims", type=int, nargs="+", default=[30, 100, 300, 1000])
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--methods", nargs="+", default=list(METHODS) + list(PEERS) + [EIGH],
+                    help="subset of the inertia methods, peers and the eigh reference to run")
+    ap.add_argument("--max-d-expensive", type=int, default=1000,
+                    help=f"largest d for {', '.join(EXPENSIVE)} (minutes per update above it)")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="cpu: process CPU seconds (all threads), steadier on a loaded machine")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--plot", default=None)
+    ap.add_argument("--report", default=None, metavar="JSON",
+                    help="redo the tables (and --plot) from a saved run instead of measuring")
+    args = ap.parse_args(argv)
+    if args.report:
+        with open(args.report) as fh:
+            saved = json.load(fh)
+        rows, b, clock_name = saved["rows"], saved["batch_size"], saved.get("clock", "wall")
+        load = saved.get("loadavg_before"), saved.get("loadavg_after")
+        args.dims = sorted({r["d"] for r in rows})
+        args.methods = sorted({r["method"] for r in rows})
+    else:
+        rows, load_before = measure_all(args)
+        b, clock_name, load = args.batch_size, args.clock, (load_before, os.getloadavg())
     names = [m for m in list(METHODS) + list(PEERS) + [EIGH] if m in args.methods]
     fits = report(rows, names, args.dims)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"rows": rows, "exponents": fits, "batch_size": b, "clock": args.clock,
-                       "loadavg_before": load_before, "loadavg_after": os.getloadavg()}, fh,
-                      indent=1)
+            json.dump({"rows": rows, "exponents": fits, "batch_size": b, "clock": clock_name,
+                       "loadavg_before": load[0], "loadavg_after": load[1]}, fh, indent=1)
     if args.plot:
         import matplotlib
 
@@ -226,7 +242,8 @@ def main(argv=None):
                            label=f"{name} (slope {fits[name]:.2f})")
             axes[1].loglog(ds, [(r["peak_bytes"] or np.nan) / 2**20 for r in rs], style,
                            marker="o", label=name)
-        axes[0].set(xlabel="d", ylabel="seconds per update", title=f"time per update (b = {b})")
+        axes[0].set(xlabel="d", ylabel=f"{'CPU ' if clock_name == 'cpu' else ''}seconds per update",
+                    title=f"time per update (b = {b})")
         axes[1].set(xlabel="d", ylabel="MiB", title="compiled peak memory")
         axes[0].legend(fontsize=7)
         axes[1].legend(fontsize=7)
