@@ -126,7 +126,7 @@ def family(name):
 
 
 def report(rows, names, dims):
-    """Markdown tables: ms per update with exponents and memory; ratios to the faster peer / eigh."""
+    """Markdown tables: ms per update, exponents, memory; ratios to the faster peer and to eigh."""
     def at(name, d):
         return next((r for r in rows if r["method"] == name and r["d"] == d), None)
 
@@ -142,8 +142,9 @@ def report(rows, names, dims):
         cells = [at(name, d) for d in dims]
         print(f"| {name} | {family(name)} | "
               + " | ".join("-" if c is None else f"{1e3 * c['s_per_update']:.3g}" for c in cells)
-              + f" | {fits[name]:.2f} | {(rs[-1]['peak_bytes'] or 0) / 2**20:.1f} (d={rs[-1]['d']}) |")
-    print("\nratio to the faster peer (goal for Cholesky methods <= 1.5) and, for stl-proj, to one eigh:")
+              + f" | {fits[name]:.2f} | {(rs[-1]['peak_bytes'] or 0) / 2**20:.1f}"
+              + f" (d={rs[-1]['d']}) |")
+    print("\nratio to the faster peer (goal for Cholesky methods <= 1.5) and to one eigh:")
     print("\n| method | " + " | ".join(f"d={d}" for d in dims) + " |")
     print("|---|" + "---|" * len(dims))
     for name in names:

@@ -28,7 +28,7 @@ from .base import Kernel, VIInfo, VIState, finite
 
 
 def spectrum_projection(lower, upper):
-    """P_K(C) for K = {spec(C) in [lower, upper]}, decomposing only when spec(sym(C)) straddles a bound."""
+    """P_K(C), K = {spec(C) in [lower, upper]}; decomposes only if spec(sym(C)) straddles a bound."""
     try:
         bounded_above = upper is not None and not np.isinf(float(upper))
     except TypeError:  # traced bound: test it
@@ -38,7 +38,7 @@ def spectrum_projection(lower, upper):
         return jnp.all(jnp.isfinite(jnp.linalg.cholesky(M)))
 
     def case(S):
-        """INSIDE, BELOW (spec < lower), ABOVE (spec > upper) or MIXED, by at most three Choleskys."""
+        """INSIDE, BELOW (spec < lower), ABOVE (spec > upper) or MIXED; at most three Choleskys."""
         eye = jnp.eye(S.shape[-1], dtype=S.dtype)
 
         def none_below(S):
