@@ -47,10 +47,11 @@ def entropy_grad(A, coords):
 
 
 def inv_factor_T_times(A, xi, coords):
-    """A^{-T} xi (= Sigma^{-1}(X - m) for X = m + A xi): triangular solve or C^{-1} xi."""
+    """A^{-T} xi (= Sigma^{-1}(X - m) for X = m + A xi): triangular solve, or C^{-1} xi by Cholesky
+    (C is a symmetric positive root)."""
     if coords == "chol":
         return jax.scipy.linalg.solve_triangular(A, xi, lower=True, trans="T")
-    return jnp.linalg.solve(A, xi)
+    return jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(sym(A)), True), xi)
 
 
 def phi(y, eta):

@@ -83,7 +83,37 @@ def test_projection_is_exact_and_batch_independent():
     np.testing.assert_array_equal(P(inside), sym(inside))  # skipped: exactly sym(C)
     np.testing.assert_allclose(P(outside), (Q * jnp.array([0.5, 0.9, 1.0, 1.5, 2.0])) @ Q.T,
                                atol=1e-14)
-    batch = jnp.stack([inside, outside, inside])
+    below = (Q * jnp.array([-1.0, 0.1, 0.2, 0.3, 0.4])) @ Q.T  # whole spectrum under lower
+    above = (Q * jnp.array([2.5, 3.0, 4.0, 5.0, 9.0])) @ Q.T
+    np.testing.assert_array_equal(P(below), 0.5 * jnp.eye(d))  # no decomposition: lower I
+    np.testing.assert_array_equal(P(above), 2.0 * jnp.eye(d))
+    np.testing.assert_allclose(P(below), projected_sym.project_spectrum(below, 0.5, 2.0), atol=1e-14)
+    np.testing.assert_allclose(P(above), projected_sym.project_spectrum(above, 0.5, 2.0), atol=1e-14)
+    batch = jnp.stack([inside, outside, below, above, inside])
     out = jax.jit(jax.vmap(P))(batch)
-    for i in range(3):
+    for i in range(len(batch)):
         np.testing.assert_array_equal(out[i], jax.jit(P)(batch[i]))
+
+
+def test_estimators_solves_match_the_inverse_forms():
+    """Price-STL's C^-1 = U U^T and STL's Cholesky solve equal the explicit-inverse formulas."""
+    from inertia.vi.estimators.price_stl import estimate as price_stl
+    from inertia.vi.estimators.stl import estimate as stl
+
+    target = kappa_family(6, 50.0)
+    d, b = target.dim, 5
+    Q = jnp.linalg.qr(jax.random.normal(jax.random.PRNGKey(1), (d, d)))[0]
+    C = (Q * jnp.linspace(0.05, 1.5, d)) @ Q.T
+    m = jnp.linspace(-1.0, 1.0, d)
+    key = jax.random.PRNGKey(2)
+    xi = jax.random.normal(key, (b, d))
+    X = m + xi @ C.T
+    gx = jax.vmap(target.grad)(X)
+    Cinv = jnp.linalg.inv(C)
+    gm, gC = price_stl(target, key, m, C, b)
+    np.testing.assert_allclose(gm, (gx - xi @ Cinv).mean(0), atol=1e-12)
+    np.testing.assert_allclose(gC, sym(target.mean_hess_matmul(X, C)) - sym(Cinv), atol=1e-12)
+    g = gx - xi @ Cinv
+    gm, gC = stl(target, key, m, C, b)
+    np.testing.assert_allclose(gm, g.mean(0), atol=1e-12)
+    np.testing.assert_allclose(gC, sym(g.T @ xi / b), atol=1e-12)

@@ -12,7 +12,10 @@ def estimate(target, key, m, C, batch_size):
     xi = jax.random.normal(key, (batch_size, d), dtype=m.dtype)
     X = m + xi @ C.T
     gx = jax.vmap(target.grad)(X)
-    Cinv = jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(C), True), jnp.eye(d, dtype=C.dtype))
+    # C^{-1} = U U^T with U = L^{-T}: one triangular solve and a product with a plain left operand
+    U = jax.scipy.linalg.solve_triangular(jnp.linalg.cholesky(C), jnp.eye(d, dtype=C.dtype),
+                                          lower=True, trans="T")
+    Cinv = U @ U.T
     g_m = (gx - xi @ Cinv.T).mean(0)
     return g_m, sym(target.mean_hess_matmul(X, C)) - sym(Cinv)
 
