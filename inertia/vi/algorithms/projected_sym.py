@@ -79,10 +79,13 @@ def spectrum_projection(lower, upper):
     def project_batched(axis_size, in_batched, S):
         if not in_batched[0]:
             return project(S), False
-        k = jax.vmap(case)(S)[:, None, None]
+        # lax.map, not vmap: a batched LAPACK call fans out over XLA's intra-op pool and waits on
+        # it, so the x- and v-projections, which XLA runs concurrently, deadlock a 2-thread pool
+        # (2-core machines; seen on Sonar, d = 208); one matrix per call never uses the pool.
+        k = lax.map(case, S)[:, None, None]
         eye = jnp.eye(S.shape[-1], dtype=S.dtype)
         out = lax.cond(jnp.any(k == MIXED),
-                       lambda S: jnp.where(k == MIXED, jax.vmap(branches(S)[MIXED])(S), S),
+                       lambda S: jnp.where(k == MIXED, lax.map(branches(S)[MIXED], S), S),
                        lambda S: S, S)
         out = jnp.where(k == BELOW, lower * eye, out)
         if bounded_above:
