@@ -239,8 +239,9 @@ def logistic_target(name):
     # orders 192 and 384 differ by 2e-5 at q0 = N(0, I). The evaluation ladder's order k uses
     # f * k nodes, f the smallest multiplier that agrees within 1e-8 (docs/reproduction.md).
     f = _node_factor(t)
-    at = t.expectations_at
+    at, bound_at = t.expectations_at, t.quadrature_error_at
     return t.replace(expectations=at(f * 192), expectations_at=lambda order: at(f * order),
+                     quadrature_error_at=lambda order: bound_at(f * order),
                      info=dict(t.info, dataset=ds.name, n=ds.X.shape[0], p=ds.X.shape[1],
                                quadrature_nodes_factor=f))
 
