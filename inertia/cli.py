@@ -137,6 +137,9 @@ def _add_reproduce(sub):
     p.add_argument("--reps", type=int, default=None,
                    help="repetitions per cell group, where the experiment has them (default: "
                         "the paper's)")
+    p.add_argument("--saved-only", action="store_true",
+                   help="compute nothing: report on the cells already saved under --out (the VI "
+                        "experiments; a partial run's tables count only the complete comparisons)")
     p.set_defaults(func=_run_reproduce, interrupted=_reproduce_interrupted)
 
 
@@ -170,8 +173,10 @@ def _run_reproduce(args) -> int:
     from inertia.experiments import _runner
 
     _runner.configure(args.backend, args.address)
-    experiments.registry()[args.name](Path(out), args.quick,
-                                      **({"reps": args.reps} if args.reps is not None else {}))
+    options = {"reps": args.reps} if args.reps is not None else {}
+    if args.saved_only:
+        options["saved_only"] = True
+    experiments.registry()[args.name](Path(out), args.quick, **options)
     print(f"results in {out}")
     return 0
 

@@ -56,6 +56,9 @@ class Target:
     expectations: Optional[Callable[[Array, Array], GaussianExpectations]] = None
     # order -> expectations function, for targets whose expectations use quadrature of that order
     expectations_at: Optional[Callable[[int], Callable[[Array, Array], GaussianExpectations]]] = None
+    # order -> (m, S) -> a rigorous bound on |E_q V at that order - E_q V| (lets the ladder skip
+    # the check rung where the bound already guarantees agreement)
+    quadrature_error_at: Optional[Callable[[int], Callable[[Array, Array], Array]]] = None
     hess_matmul_fn: Optional[Callable[[Array, Array], Array]] = None
     # (points (b, d), M) -> mean_j hess V(x_j) @ M; closed forms (GLMs) avoid b separate products
     mean_hess_matmul_fn: Optional[Callable[[Array, Array], Array]] = None

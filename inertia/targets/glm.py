@@ -189,6 +189,25 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
 
         return expectations
 
+    def make_error_bound(order):
+        """Bound on the trapezoid error of sum_i E f(t_i) (logistic link), from Poisson summation:
+        z -> softplus(mu + sd z) phi(z) is analytic for |Im z| < pi / sd, so with a strip half-width
+        a = min(0.9 pi / sd, 2 pi / h) the error is <= 2 e^(-2 pi a / h + a^2 / 2) / (1 - e^(-2 pi a
+        / h)) * (|mu| + sd + 5) (|softplus| <= |Re t| + 5 on |Im t| = 0.9 pi)."""
+        z, _ = QUADRATURE[rule](order)
+        h = float(z[1] - z[0])
+
+        def bound(m, S):
+            mu = design(m)
+            var = jnp.diag(S) if identity else jnp.einsum("ij,jk,ik->i", Xj, S, Xj)
+            sd = jnp.sqrt(jnp.maximum(var, 0.0))
+            a = jnp.minimum(0.9 * jnp.pi / jnp.maximum(sd, 1e-300), 2 * jnp.pi / h)
+            q = jnp.exp(-2 * jnp.pi * a / h)
+            return jnp.sum(2 * jnp.exp(-2 * jnp.pi * a / h + 0.5 * a * a) / (1 - q)
+                           * (jnp.abs(mu) + sd + 5.0))
+
+        return bound
+
     if identity:
         data = (jnp.arange(n), ytj)
 
@@ -206,6 +225,8 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
     return Target(dim=d, potential=potential, grad=grad, hvp=hvp, alpha=float(alpha),
                   beta=float(beta), expectations=make_expectations(DEFAULT_ORDER),
                   expectations_at=make_expectations, hess_matmul_fn=hess_matmul,
+                  quadrature_error_at=(make_error_bound if (link, rule) == ("logistic", "trapezoid")
+                                       else None),
                   mean_hess_matmul_fn=mean_hess_matmul,
                   observations=obs, name=name or f"{link}-glm(n={n},d={d})",
                   info={"link": link, "num_obs": n, "identity_design": identity,

@@ -95,12 +95,30 @@ def objective(target: Target, means, covs, *, half_logdets=None, return_order=Fa
         out = fn(jnp.asarray(means[pad]), jnp.asarray(covs[pad]), jnp.asarray(hld[pad]))
         return np.asarray(out)[: idx.size]
 
+    def settled(order, idx, prev):
+        """Points whose error bound at `order` already guarantees agreement with the next rung."""
+        if target.quadrature_error_at is None:
+            return np.zeros(idx.size, dtype=bool)
+        fn = cache.setdefault(("bound", order),
+                              jax.jit(jax.vmap(target.quadrature_error_at(order))))
+        pad = np.concatenate([idx, np.full(_bucket(idx.size) - idx.size, idx[0])])
+        bound = np.asarray(fn(jnp.asarray(means[pad]), jnp.asarray(covs[pad])))[: idx.size]
+        # |F_lo - F_hi| <= 2 bound; the margin leaves AGREEMENT - 2 bound for rounding
+        return np.isfinite(prev) & (2.0 * bound <= 0.1 * AGREEMENT)
+
     orders = _ladder(target)
     vals = np.full(means.shape[0], np.nan)
     idx = np.arange(means.shape[0])
     used = 0
     prev = evaluate(orders[0], idx)
     for lo, hi in zip(orders[:-1], orders[1:]):
+        done = settled(lo, idx, prev)
+        if done.any():
+            vals[idx[done]] = prev[done]
+            used = max(used, lo)
+            idx, prev = idx[~done], prev[~done]
+            if idx.size == 0:
+                return (vals, used) if return_order else vals
         cur = evaluate(hi, idx)
         ok = (np.abs(prev - cur) <= AGREEMENT) | ~np.isfinite(prev)
         vals[idx[ok]] = prev[ok]

@@ -99,3 +99,29 @@ def test_from_logdensity_on_a_pytree():
     np.testing.assert_allclose(t.grad(x), [1.0, -2.0, 2.0])
     np.testing.assert_allclose(t.hessian(x), np.diag([1.0, 1.0, 4.0]))
     assert t.unravel(x)["b"] == 0.5
+
+
+def test_trapezoid_error_bound_holds_and_the_ladder_skip_changes_no_value():
+    """The logistic trapezoid bound dominates |E_K - E_2K| where discretisation dominates rounding,
+    and letting `objective` skip the check rung where it guarantees agreement changes no value."""
+    from inertia.vi.objective import objective
+
+    rng = np.random.default_rng(3)
+    n, d = 120, 6
+    X = rng.normal(size=(n, d))
+    t = glm_target(X, (X @ rng.normal(size=d) + rng.normal(size=n) > 0).astype(float))
+    ms = rng.normal(size=(12, d))
+    scales = np.repeat([0.05, 0.5, 3.0, 12.0], 3)
+    covs = np.stack([s * s * np.eye(d) for s in scales])
+    lo = jax.vmap(lambda m, S: t.expectations_at(48)(m, S).value)(ms, covs)
+    hi = jax.vmap(lambda m, S: t.expectations_at(96)(m, S).value)(ms, covs)
+    bound = np.asarray(jax.vmap(t.quadrature_error_at(48))(ms, covs))
+    diff = np.abs(np.asarray(lo - hi))
+    coarse = diff > 1e-9  # discretisation error, not rounding
+    assert coarse.sum() >= 3 and np.all(diff[coarse] <= 2 * bound[coarse])
+    assert np.all(bound[scales < 0.1] < 1e-20)  # narrow marginals: the check rung is not needed
+    plain = t.replace(quadrature_error_at=None)
+    v_skip, o_skip = objective(t, ms, covs, return_order=True)
+    v_ladder, o_ladder = objective(plain, ms, covs, return_order=True)
+    np.testing.assert_array_equal(v_skip, v_ladder)
+    assert o_skip == o_ladder
