@@ -311,7 +311,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints (restarted at
     half the step while F_hat still falls at its end: `extend`); on targets without exact
     expectations the run happens in coordinates whitened by the start (`whiten`). Each switch
-    can be set explicitly; `result.stopped["converged"]` is False when `num_steps` ended the run. Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
+    can be set explicitly; `result.stopped["converged"]` is False when `num_steps` ended the run.
+    Gaps F(q_k) - F* are exact for Gaussian targets and quadrature-exact for
     GLM / graph-probit targets; `history["objective_estimate"]` is F_hat for any target.
     `keep_iterates=True` adds history["mean"] (k, seeds, d) and ["factor"] (Cholesky of each
     checkpoint's covariance, (k, seeds, d, d)).
