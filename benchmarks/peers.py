@@ -75,8 +75,9 @@ def safe_gaps(target, ms, Ss):
         return np.asarray(out)
 
 
-def run_numpyro(target, lr, particles, num_steps, seed=0):
-    """NumPyro SVI, AutoMultivariateNormal guide, Trace_ELBO(num_particles), optax Adam(lr)."""
+def numpyro_svi(target, lr, particles, seed=0):
+    """(svi, state): NumPyro SVI on exp(-V) with an AutoMultivariateNormal guide started at
+    N(0, I), Trace_ELBO(num_particles), optax Adam(lr)."""
     import numpyro
     import numpyro.distributions as dist
     import optax
@@ -94,7 +95,13 @@ def run_numpyro(target, lr, particles, num_steps, seed=0):
     guide = AutoMultivariateNormal(model, init_loc_fn=init_to_value(values={"theta": jnp.zeros(d)}),
                                    init_scale=1.0)
     svi = SVI(model, guide, optax.adam(lr), Trace_ELBO(num_particles=particles))
-    state = svi.init(jax.random.PRNGKey(seed))
+    return svi, svi.init(jax.random.PRNGKey(seed))
+
+
+def run_numpyro(target, lr, particles, num_steps, seed=0):
+    """NumPyro SVI, AutoMultivariateNormal guide, Trace_ELBO(num_particles), optax Adam(lr)."""
+    svi, state = numpyro_svi(target, lr, particles, seed)
+    d = target.dim
     every = max(1, num_steps // CHECKPOINTS)
 
     def chunk(st):

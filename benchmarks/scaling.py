@@ -52,24 +52,9 @@ def inertia_run(target, method, b, n):
 
 
 def numpyro_run(target, b, n):
-    import numpyro
-    import numpyro.distributions as dist
-    import optax
-    from numpyro.infer import SVI, Trace_ELBO
-    from numpyro.infer.autoguide import AutoMultivariateNormal
-    from numpyro.infer.initialization import init_to_value
+    from peers import numpyro_svi  # benchmarks/peers.py: the same NumPyro set-up as there
 
-    d = target.dim
-
-    def model():
-        theta = numpyro.sample("theta", dist.ImproperUniform(dist.constraints.real_vector, (),
-                                                             (d,)))
-        numpyro.factor("log_density", -target.potential(theta))
-
-    guide = AutoMultivariateNormal(model, init_loc_fn=init_to_value(values={"theta": jnp.zeros(d)}),
-                                   init_scale=1.0)
-    svi = SVI(model, guide, optax.adam(1e-2), Trace_ELBO(num_particles=b))
-    state = svi.init(jax.random.PRNGKey(0))
+    svi, state = numpyro_svi(target, 1e-2, b)
     return jax.jit(lambda st: jax.lax.scan(lambda s, _: svi.update(s), st, None, length=n)[0]), \
         (state,)
 

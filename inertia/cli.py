@@ -29,37 +29,28 @@ class Formatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
-    return v
+def number_type(convert, ok, expected: str, invalid: str, name: str):
+    """argparse type: `convert(text)`; "expected {expected}, got 'text'" when it does not parse,
+    `invalid` (formatted with v = the value, text = the input) when `ok(v)` is false."""
+    def parse(text: str):
+        try:
+            v = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(invalid.format(v=v, text=text))
+        return v
+
+    parse.__name__ = name
+    return parse
 
 
-def nonneg_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a finite number > 0."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text!r}") from None
-    if not (v > 0 and v < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
-    return v
+positive_int = number_type(int, lambda v: v >= 1, "a whole number >= 1", "must be >= 1, got {v}",
+                           "positive_int")
+nonneg_int = number_type(int, lambda v: v >= 0, "a whole number >= 0", "must be >= 0, got {v}",
+                         "nonneg_int")
+positive_float = number_type(float, lambda v: 0 < v < float("inf"), "a number > 0",
+                             "must be a finite number > 0, got {text}", "positive_float")
 
 
 def check_output_file(path, option: str) -> None:

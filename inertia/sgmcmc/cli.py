@@ -7,6 +7,7 @@ import math
 import sys
 from pathlib import Path
 
+from inertia.cli import number_type
 
 
 def read_csv(path, response: str):
@@ -51,47 +52,15 @@ def read_csv(path, response: str):
     return np.delete(values, j, axis=1), values[:, j], names
 
 
-def _inv_temp(s: str) -> float:
-    """argparse type of --temperature: the inverse temperature beta in (0, inf]."""
-    import argparse
-
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 0 or 'inf', got {s!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError(
-            f"the inverse temperature beta must be > 0 (inf: SGD; N: posterior-scale SGLD); "
-            f"got {s}")
-    return v
-
-
-def _momentum(s: str) -> float:
-    """argparse type of --momentum: a number in [0, 1)."""
-    import argparse
-
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {s!r}") from None
-    if not 0 <= v < 1:
-        raise argparse.ArgumentTypeError(
-            f"must be in [0, 1) (1 removes all friction: the iterates never settle); got {s}")
-    return v
-
-
-def _beta_div(s: str) -> float:
-    """argparse type of --beta-div: a number > 1."""
-    import argparse
-
-    try:
-        v = float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number > 1, got {s!r}") from None
-    if not (1 < v < math.inf):
-        raise argparse.ArgumentTypeError(f"must be a finite number > 1 (-> 1 is the log loss); "
-                                         f"got {s}")
-    return v
+# argparse types of --temperature (beta in (0, inf]), --momentum ([0, 1)), --beta-div (> 1)
+_inv_temp = number_type(float, lambda v: v > 0, "a number > 0 or 'inf'",
+                    "the inverse temperature beta must be > 0 (inf: SGD; N: posterior-scale SGLD); "
+                    "got {text}", "inverse_temperature")
+_momentum = number_type(float, lambda v: 0 <= v < 1, "a number in [0, 1)",
+                    "must be in [0, 1) (1 removes all friction: the iterates never settle); "
+                    "got {text}", "momentum")
+_beta_div = number_type(float, lambda v: 1 < v < math.inf, "a number > 1",
+                    "must be a finite number > 1 (-> 1 is the log loss); got {text}", "beta_div")
 
 
 def run(args) -> int:
