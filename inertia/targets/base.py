@@ -62,6 +62,9 @@ class Target:
     hess_matmul_fn: Optional[Callable[[Array, Array], Array]] = None
     # (points (b, d), M) -> mean_j hess V(x_j) @ M; closed forms (GLMs) avoid b separate products
     mean_hess_matmul_fn: Optional[Callable[[Array, Array], Array]] = None
+    # (points (b, d), L lower triangular) -> low(mean_j hess V(x_j) @ L), skipping L's zeros and
+    # the discarded upper triangle (inertia.linalg.tril_product); the Cholesky estimators use it
+    mean_hess_tril_fn: Optional[Callable[[Array, Array], Array]] = None
     observations: Optional[ObservationModel] = None
     optimum: Optional[tuple] = None  # exact (mean, cov) of argmin F when known in closed form
     name: str = "target"
@@ -114,6 +117,12 @@ class Target:
             return self.mean_hess_matmul_fn(xs, M)
         return jnp.mean(jax.vmap(lambda x: self.hess_matmul(x, M))(xs), axis=0)
 
+    def mean_hess_matmul_low(self, xs: Array, L: Array) -> Array:
+        """low(mean_j hess V(xs[j]) @ L) for lower-triangular L."""
+        if self.mean_hess_tril_fn is not None:
+            return self.mean_hess_tril_fn(xs, L)
+        return jnp.tril(self.mean_hess_matmul(xs, L))
+
     def logdensity(self, x: Array) -> Array:
         return -self.potential(x)
 
@@ -139,7 +148,7 @@ class Target:
 
 
 _FUNCTIONS = ("potential", "grad", "hvp", "expectations", "expectations_at", "hess_matmul_fn",
-              "mean_hess_matmul_fn", "observations", "unravel")
+              "mean_hess_matmul_fn", "mean_hess_tril_fn", "observations", "unravel")
 _CAST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -170,7 +179,8 @@ def _without_x64(target: Target) -> Target:
 
     grad, hvp = _autodiff(potential)
     return target.replace(potential=potential, grad=grad, hvp=hvp, expectations=None,
-                          expectations_at=None, hess_matmul_fn=None, mean_hess_matmul_fn=None)
+                          expectations_at=None, hess_matmul_fn=None, mean_hess_matmul_fn=None,
+                          mean_hess_tril_fn=None)
 
 
 def _check_dtype(target: Target, dtype):

@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
+from ..linalg import tril_product
 from .base import GaussianExpectations, Target, TargetError
 
 
@@ -46,6 +47,8 @@ def gaussian(mean, precision, *, name="gaussian", dtype="float64") -> Target:
     return Target(dim=d, potential=potential, grad=grad, hvp=hvp, alpha=float(eig[0]),
                   beta=float(eig[-1]), expectations=expectations, hess_matmul_fn=hess_matmul,
                   mean_hess_matmul_fn=lambda xs, M: P @ M,
+                  mean_hess_tril_fn=lambda xs, L: tril_product(
+                      lambda s, e: P[s:, s:] @ L[s:, s:e], d, P.dtype),
                   optimum=(np.asarray(mu64), cov), name=name,
                   info={"precision": Pn, "mean": np.asarray(mu64)},
                   recast=lambda dt: gaussian(mu64, P64, name=name, dtype=dt),

@@ -9,6 +9,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr
 from scipy.special import roots_hermite
 
+from ..linalg import tril_product
 from .base import GaussianExpectations, ObservationModel, Target, TargetError
 
 DEFAULT_ORDER = 192  # quadrature order of `expectations`; gap evaluation checks it against 384 (spec §9.3)
@@ -165,6 +166,20 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
             return prior_mv(M) + w[:, None] * M
         return prior_mv(M) + Xj.T @ (w[:, None] * (Xj @ M))
 
+    def mean_hess_tril(thetas, L):
+        w = jnp.mean(jax.vmap(weights)(thetas), axis=0)
+        if identity and scalar_prior:
+            return (Q0 + w)[:, None] * L
+
+        def block(s, e):  # rows s: of columns s:e of hess L, from L's rows s: only
+            Ls = L[s:, s:e]
+            prior_part = Q0 * Ls if scalar_prior else Q0[s:, s:] @ Ls
+            if identity:
+                return prior_part + w[s:, None] * Ls
+            return prior_part + Xj[:, s:].T @ (w[:, None] * (Xj[:, s:] @ Ls))
+
+        return tril_product(block, d, L.dtype)
+
     def make_expectations(order):
         z, w = (jnp.asarray(a, dtype=dtype) for a in QUADRATURE[rule](order))
 
@@ -227,7 +242,7 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
                   expectations_at=make_expectations, hess_matmul_fn=hess_matmul,
                   quadrature_error_at=(make_error_bound if (link, rule) == ("logistic", "trapezoid")
                                        else None),
-                  mean_hess_matmul_fn=mean_hess_matmul,
+                  mean_hess_matmul_fn=mean_hess_matmul, mean_hess_tril_fn=mean_hess_tril,
                   observations=obs, name=name or f"{link}-glm(n={n},d={d})",
                   info={"link": link, "num_obs": n, "identity_design": identity,
                         "quadrature": rule},

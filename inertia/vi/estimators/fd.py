@@ -3,6 +3,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from ...linalg import tril_product
 from ..family import low
 from .base import Estimator
 
@@ -20,7 +21,8 @@ def estimate(target, key, m, L, batch_size, fd_step=None):
     r = gx - g0 - Lxi @ D_T
     # D materialised first: XLA CPU's d x d x d dot with a transposed left operand is ~2x slower
     D = lax.optimization_barrier(D_T.T)
-    return g0 + r.mean(0), low(D @ L + r.T @ xi / batch_size)
+    DL = tril_product(lambda s, e: D[s:, s:] @ L[s:, s:e], d, D.dtype)  # low(D L), L's zeros skipped
+    return g0 + r.mean(0), DL + low(r.T @ xi / batch_size)
 
 
 FD = Estimator(name="fd", coords="chol", full=False, needs_hvp=False,

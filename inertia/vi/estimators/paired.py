@@ -20,7 +20,7 @@ def estimate(target, key, m, L, batch_size):
     # closed-form batch Hessian (GLMs, graph-probit): avoids (b, d, d) memory; H(Y_j) L xi_j is
     # then one more product per sample, a linear combination of the d HVPs the oracle model counts
     corr = jax.vmap(target.hvp)(Y, xi @ L.T)
-    return (gx - corr).mean(0), low(target.mean_hess_matmul(Y, L))
+    return (gx - corr).mean(0), target.mean_hess_matmul_low(Y, L)
 
 
 PAIRED = Estimator(name="paired", coords="chol", full=False, needs_hvp=True,

@@ -1,7 +1,6 @@
 """Price's gradient (Cholesky, energy only, raw mean) of Price-SPGD (Kim et al. 2026), spec §6."""
 import jax
 
-from ..family import low
 from .base import Estimator
 
 
@@ -9,7 +8,7 @@ def estimate(target, key, m, L, batch_size):
     """(mean grad V(X), low(mean hess V(X) L)), X = m + L xi."""
     xi = jax.random.normal(key, (batch_size, m.shape[0]), dtype=m.dtype)
     X = m + xi @ L.T
-    return jax.vmap(target.grad)(X).mean(0), low(target.mean_hess_matmul(X, L))
+    return jax.vmap(target.grad)(X).mean(0), target.mean_hess_matmul_low(X, L)
 
 
 PRICE = Estimator(name="price", coords="chol", full=False, needs_hvp=True,
