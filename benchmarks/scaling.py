@@ -149,6 +149,11 @@ def report(rows, names, dims):
             cells.append("-" if r is None or e is None else
                          f"{r['s_per_update'] / e['s_per_update']:.2f}")
         print(f"| {name} / eigh | " + " | ".join(cells) + " |")
+    counts = [at("stl-proj", d) for d in dims]
+    if any(c is not None and "eigh_per_update" in c for c in counts):
+        print("| stl-proj: eigh per update (of 2 projections) | " + " | ".join(
+            "-" if c is None or "eigh_per_update" not in c else f"{c['eigh_per_update']:.2f}"
+            for c in counts) + " |")
     return fits
 
 
@@ -174,6 +179,11 @@ def measure_all(args):
                 t, peak = measure(fn, fargs, n, args.repeats, clock)
                 rows.append({"d": d, "method": name, "family": family(name),
                              "steps": n, "s_per_update": t, "peak_bytes": peak})
+                if name == "stl-proj":  # how many of the two projections decomposed per update
+                    from vi_overhead import eigh_per_update
+
+                    rows[-1]["eigh_per_update"] = eigh_per_update(
+                        target, name, b, jax.random.split(jax.random.PRNGKey(0), n))
                 print(f"d={d:5d} {name:28s} {1e3 * t:10.3f} ms/update  "
                       f"{(peak or 0) / 2**20:9.1f} MiB", flush=True)
     return rows, load_before

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 
 
 def tril_blocks(d: int) -> int:
-    """Column blocks `tril_product` uses: 1 (a plain product) below d = 512, where slicing does
+    """Column blocks `tril_product` uses: 1 (a plain product) below d = 256, where slicing does
     not pay, 4 below d = 2048, then 8 (measured on a 2-core CPU, docs/benchmarks.md)."""
-    return 1 if d < 512 else 4 if d < 2048 else 8
+    return 1 if d < 256 else 4 if d < 2048 else 8
 
 
 def tril_product(block, d: int, dtype, num_blocks=None):

@@ -25,10 +25,10 @@ def test_tril_product_equals_lower_part_of_the_full_product(blocks):
 
 
 def test_block_counts():
-    assert [tril_blocks(d) for d in (30, 511, 512, 2047, 2048, 5000)] == [1, 1, 4, 4, 8, 8]
+    assert [tril_blocks(d) for d in (30, 255, 256, 2047, 2048, 5000)] == [1, 1, 4, 4, 8, 8]
 
 
-D_BLOCKED = 520  # above the threshold: the targets take the blocked path
+D_BLOCKED = 300  # above the threshold: the targets take the blocked path
 
 
 def _glm_cases(d):
