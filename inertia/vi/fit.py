@@ -424,8 +424,9 @@ class _Runner:
 
     def _build(self):
         opts = dict(self.options)
-        if self.set_bounds != (self.target.alpha, self.target.beta):
-            opts["set_bounds"] = self.set_bounds
+        if (get_method(self.method).feasible
+                and self.set_bounds != (self.target.alpha, self.target.beta)):
+            opts["set_bounds"] = self.set_bounds  # only methods with a feasible set take it
         step = None
         s = self.s
         if self.eta_scale != 1.0:

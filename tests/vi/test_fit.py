@@ -112,3 +112,22 @@ def test_no_gap_when_target_lacks_expectations():
     r = fit(t, "stl-proj", batch_size=8, num_steps=200, seed=0, checkpoint_every=100)
     assert r.history["gap"] is None and r.final_gap is None
     np.testing.assert_allclose(r.mean, 0.0, atol=0.05)  # symmetric target: mean zero
+
+
+@pytest.mark.parametrize("method", ["ngvi-reparam", "bam", "stl-proj"])
+def test_rebuild_after_bounds_reestimate_passes_the_wider_set_only_to_projected_methods(method):
+    """After a curvature re-estimate the runner rebuilds its kernel with the union of the old and
+    new bounds as feasible set; methods without a feasible set (NGVI, BaM) must rebuild without
+    it (they raised "unknown options ['set_bounds']" on stochastic volatility)."""
+    from inertia.vi.fit import _Options, _Runner
+
+    t = kappa_family(4, 10.0)
+    opts = _Options(restart=False, recover=False, widen=False, monitor=False, tol=None,
+                    average=False, window=5)
+    runner = _Runner(t, method, METHODS[method].accelerable, 8, None, None, opts, {}, 1)
+    runner.target = t.replace(alpha=t.alpha / 10.0, beta=t.beta * 10.0)
+    runner.set_bounds = (t.alpha / 10.0, t.beta)  # union with the re-estimated bounds differs
+    runner._build()
+    state = runner.kernel.init(jnp.zeros(4), jnp.eye(4))
+    state, _ = runner.kernel.step(state, jax.random.PRNGKey(0))
+    assert np.all(np.isfinite(np.asarray(state.m)))
