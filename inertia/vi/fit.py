@@ -630,8 +630,11 @@ class _Runner:
         if stopped is None and diverged is None and rule is not None:
             stopped = _budget_verdict(rec, rule, num_steps)
             if not stopped["converged"]:
+                hint = ("; on a target that is not log-concave, method='ngvi-reparam' may "
+                        "converge where stl-proj does not (docs/vi.md)"
+                        if self.method == DEFAULT_METHOD else "")
                 warnings.warn(f"{self.m_spec.name}: {stopped['reason']} (step {stopped['step']}); "
-                              "raise num_steps", RuntimeWarning, stacklevel=3)
+                              f"raise num_steps{hint}", RuntimeWarning, stacklevel=3)
         return rec.result(self, seeds, diverged, stopped, restarts, curvature)
 
 
