@@ -16,6 +16,21 @@ DEFAULT_METHOD = "stl-proj"  # gradient-only, zero variance at the optimum on Ga
 SMALL_BATCH_METHODS = ("stl-proj", "dgg-stl")  # STL's variance at the start grows with d / b
 
 
+# Above this condition number of the whitened target (bounds at draws of the start) the automatic
+# mode runs ngvi-reparam: stl-proj contracts by ~1 - 1/sqrt(15 kappa) per update (spec §3), NGVI's
+# natural-gradient step is affine-invariant (docs/vi.md, "When the default does not converge")
+SWITCH_KAPPA = 1e4
+FALLBACK_METHOD = "ngvi-reparam"
+
+
+def choose_method(target: Target) -> Optional[str]:
+    """The automatic mode's method for a whitened target: FALLBACK_METHOD when its estimated
+    condition number is at least SWITCH_KAPPA, else None (keep DEFAULT_METHOD)."""
+    if target.alpha is None or target.beta is None:
+        return None
+    return FALLBACK_METHOD if target.beta / target.alpha >= SWITCH_KAPPA else None
+
+
 def default_batch(method: str, dim: int) -> int:
     """Batch size b when the user gives none: 8 <= b ~ d / 2 <= 64 for the stochastic methods."""
     return int(min(64, max(8, math.ceil(dim / 2))))
@@ -141,5 +156,5 @@ def unwhiten(res, wh: Whitening):
     return res
 
 
-__all__ = ["DEFAULT_METHOD", "default_batch", "warn_small_batch", "prepare", "Prepared",
+__all__ = ["DEFAULT_METHOD", "SWITCH_KAPPA", "FALLBACK_METHOD", "choose_method", "default_batch", "warn_small_batch", "prepare", "Prepared",
            "boundary", "whiten_start", "unwhiten", "Whitening"]

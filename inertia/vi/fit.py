@@ -16,7 +16,8 @@ from ..parallel import shard_leading
 from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
-from .auto import DEFAULT_METHOD, boundary, default_batch, prepare, warn_small_batch
+from .auto import (DEFAULT_METHOD, SWITCH_KAPPA, boundary, choose_method, default_batch, prepare,
+                   warn_small_batch)
 from .monitor import ObjectiveMonitor, StoppingRule
 from .recorder import _Recorder
 from .registry import Method, StepRule, get_estimator, get_method, momentum
@@ -305,7 +306,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
     `num_steps` updates (default 1000) in at most ~50 compiled `lax.scan` blocks; several seeds are
     vmapped. Automatic mode (no method, or bounds missing): bounds estimated from the target
-    (`inertia.targets.curvature`), start at the Laplace fit, default method `stl-proj`, adaptive
+    (`inertia.targets.curvature`), start at the Laplace fit, default method `stl-proj`
+    (`ngvi-reparam` when the whitened target's estimated kappa >= `auto.SWITCH_KAPPA`), adaptive
     momentum restart, divergence recovery with a smaller step, feasible-set widening, and the
     stopping rule on the common-random-number objective estimate (tol 1e-4 nats, at most
     `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints (restarted at
@@ -321,6 +323,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     and the results stay float64 (docs/benchmarks.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
+    auto_method, batch_given = method is None, batch_size is not None
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
                     window, evaluate, whiten, extend)
     method = method or DEFAULT_METHOD
@@ -347,6 +350,13 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         out = whiten_start(target, init, seed=seeds[0])
         if out is not None:
             target, init, wh = out
+    chosen = choose_method(target) if auto_method and wh is not None else None
+    if chosen is not None:
+        method, m_spec = chosen, get_method(chosen)
+        opts = opts._replace(restart=opts.restart and m_spec.accelerable)
+        if not batch_given:
+            batch_size = default_batch(method, target.dim)
+        _check_memory(m_spec, target.dim, batch_size, len(seeds))
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
                      len(seeds), dtype=dtype)
@@ -364,6 +374,10 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
 
         res.events.insert(0, {"event": "whitened", "step": 0, "log_det": wh.log_det,
                               "alpha": target.alpha, "beta": target.beta})
+        if chosen is not None:
+            res.events.insert(1, {"event": "method chosen", "step": 0, "method": chosen,
+                                  "reason": f"{chosen}: estimated kappa {target.beta / target.alpha:.3g} "
+                                            f">= {SWITCH_KAPPA:g} in whitened coordinates"})
         res = unwhiten(res, wh)
     res.dtype = dtype
     return res
