@@ -25,8 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..targets.base import Target
+from ..vi.auto import SWITCH_KAPPA
 
 MAX_HALVINGS = 4
+# the VI fit when a badly conditioned Laplace frame sends the warm-up to VI: a preconditioner needs
+# q to a fraction of a nat, not to 1e-4 (2,000 updates at the default batch; docs/hfhr.md)
+VI_WARMUP = {"num_steps": 2000}
 
 
 @dataclasses.dataclass
@@ -46,7 +50,8 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     "laplace": MAP and inverse-Hessian Cholesky factor (`targets.curvature.estimate_curvature`);
     "vi": `inertia.vi.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
     and VI when the Laplace fit is unusable (MAP not converged or Hessian not positive definite
-    there); "none": identity factor at the MAP.
+    there) or a poor frame (the Laplace-whitened target's estimated kappa at draws of the fit
+    >= vi.auto.SWITCH_KAPPA: a short run, VI_WARMUP); "none": identity factor at the MAP.
     """
     from ..targets.curvature import estimate_curvature
 
@@ -60,8 +65,15 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     if precondition == "none":
         return GaussianFit(np.asarray(est.mode), np.eye(target.dim), "none", grads, info)
     laplace_ok = est.map_converged and est.lambda_min[0] > 0
+    budget = {}
+    if precondition == "auto" and laplace_ok:
+        kappa, hvps = _whitened_kappa(target, est.mode, est.factor, seed)
+        grads += 2 * hvps
+        info["whitened_kappa"] = kappa
+        if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI (issue 14 note)
+            laplace_ok, budget = False, VI_WARMUP
     if precondition == "vi" or (precondition == "auto" and not laplace_ok):
-        vi = _vi_fit(target, seed)
+        vi = _vi_fit(target, seed, **budget)
         if vi is not None:
             mean, factor, g, note = vi
             info.update(vi=note)
@@ -70,12 +82,25 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     return GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info)
 
 
-def _vi_fit(target, seed):
+def _whitened_kappa(target, mode, factor, seed):
+    """(beta_hat / alpha_hat, HVPs) of V(mode + factor z) at draws of N(0, I): the condition number
+    the chains would see in the Laplace frame (the automatic VI switches method at the same value)."""
+    from ..targets.curvature import bounds_under
+
+    d = target.dim
+    new = bounds_under(whiten(target, mode, factor), np.zeros(d), np.eye(d), seed=seed)
+    if new is None:
+        return math.inf, 0
+    a, b, hvps = new
+    return float(b / a) if a > 0 else math.inf, int(hvps)
+
+
+def _vi_fit(target, seed, **budget):
     """(mean, Cholesky factor, gradient evaluations, note) from inertia.vi.fit, or None on failure."""
     try:
         from ..vi import fit
 
-        r = fit(target, seed=seed)
+        r = fit(target, seed=seed, **budget)
         mean = np.asarray(r.mean, dtype=np.float64).reshape(-1)
         factor = np.linalg.cholesky(np.asarray(r.cov, dtype=np.float64).reshape(target.dim, -1))
     except Exception:  # noqa: BLE001 - any failure of the fit falls back to the Laplace fit

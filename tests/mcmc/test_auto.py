@@ -156,3 +156,22 @@ def test_numpyro_model_table_uses_constrained_sites():
     s = np.std(y)
     assert abs(dg.mean[0] - np.mean(y)) < 0.1 * s and abs(dg.mean[1] - s) < 0.15 * s
     assert dg.q05[1] > 0
+
+
+def test_badly_conditioned_laplace_frame_sends_the_warmup_to_vi(monkeypatch):
+    """precondition="auto" keeps the Laplace fit when the Laplace-whitened target is well
+    conditioned (kappa_hat recorded), and fits q by VI when kappa_hat reaches the switch value
+    (lowered here so that it fires on a small smooth target whose answer is known: a Gaussian
+    with a quartic term, whose VI fit has sds below the Laplace ones)."""
+    from inertia.mcmc import warmup
+    from inertia.targets import from_potential
+
+    t = from_potential(lambda x: 0.5 * jnp.sum(x * x) + 0.25 * jnp.sum(x**4), 2)
+    lap = warmup.fit_gaussian(t, "auto", seed=0)
+    assert lap.kind == "laplace" and 1.0 <= lap.info["whitened_kappa"] < warmup.SWITCH_KAPPA
+    monkeypatch.setattr(warmup, "SWITCH_KAPPA", 1.0)
+    vi = warmup.fit_gaussian(t, "auto", seed=0)
+    assert vi.kind == "vi" and vi.grad_evals > lap.grad_evals
+    # the Laplace sd is 1 (hess = I at 0); the quartic term makes the KL-optimal sd smaller
+    sd = np.sqrt(np.diag(vi.factor @ vi.factor.T))
+    assert np.all(sd < 0.95) and np.all(sd > 0.5)
