@@ -136,12 +136,31 @@ def whiten_start(target: Target, init, *, seed: int = 0):
     return zt, (np.zeros(d), np.eye(d)), Whitening(m0, W, target, int(hvps))
 
 
+def _cholesky_or_floor(S):
+    """Cholesky factor of S; if S is not positive definite to rounding (a collapsed fit), a
+    lower-triangular factor of S with its negative eigenvalues set to 0 (R^T from the QR of
+    (Q sqrt(w))^T), with a RuntimeWarning."""
+    try:
+        return np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        w, Q = np.linalg.eigh(0.5 * (S + S.T))
+        warnings.warn(f"the fitted covariance is not positive definite (smallest eigenvalue "
+                      f"{w[0]:.3g}, largest {w[-1]:.3g}): q has collapsed in some directions; its "
+                      "negative eigenvalues were set to 0", RuntimeWarning, stacklevel=4)
+        R = np.linalg.qr((Q * np.sqrt(np.maximum(w, 0.0))).T, mode="r")
+        return R.T * np.where(np.diag(R) < 0, -1.0, 1.0)
+
+
 def unwhiten(res, wh: Whitening):
     """The FitResult of a run in z, mapped back to x (mean, covariance, factors, F_hat)."""
     W, c = wh.W, wh.shift
     res.mean = np.asarray(res.mean) @ W.T + c
-    res.cov = W @ np.asarray(res.cov) @ W.T
-    res.factor = W @ np.asarray(res.factor) if res.coords != "cov" else np.linalg.cholesky(res.cov)
+    if res.coords == "cov":  # factor first: W (chol Sigma_z) stays lower-triangular and exact
+        res.factor = W @ _cholesky_or_floor(np.asarray(res.cov))
+        res.cov = res.factor @ res.factor.T
+    else:
+        res.cov = W @ np.asarray(res.cov) @ W.T
+        res.factor = W @ np.asarray(res.factor)
     h = res.history
     if "mean" in h:
         h["mean"] = np.asarray(h["mean"]) @ W.T + c

@@ -219,3 +219,20 @@ def test_automatic_switch_runs_ngvi_reparam_and_reaches_the_optimum(monkeypatch)
     assert abs(res.final_objective - f_star) < 4 * se
     np.testing.assert_allclose(np.sqrt(np.diag(res.cov)), sd_star, rtol=0.03)
     assert fit(t, "stl-proj", seed=0, num_steps=20).method == "stl-proj"
+
+
+def test_collapsed_covariance_is_floored_with_a_warning_not_a_crash():
+    """A covariance that is not positive definite to rounding (an NGVI fit that collapsed in some
+    directions raised numpy's LinAlgError when mapped back from whitened coordinates) gets a
+    lower-triangular factor of its floored spectrum and a RuntimeWarning; a PD one is untouched."""
+    from inertia.vi.auto import _cholesky_or_floor
+
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
+    S = (Q * np.array([-1e-20, 1e-20, 0.5, 2.0])) @ Q.T
+    with pytest.warns(RuntimeWarning, match="collapsed"):
+        L = _cholesky_or_floor(S)
+    assert np.all(np.isfinite(L)) and np.allclose(L, np.tril(L))
+    np.testing.assert_allclose(L @ L.T, S, atol=1e-14)
+    P = (Q * np.array([0.1, 1.0, 0.5, 2.0])) @ Q.T
+    np.testing.assert_array_equal(_cholesky_or_floor(P), np.linalg.cholesky(P))
