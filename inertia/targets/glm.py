@@ -169,7 +169,7 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
     def mean_hess_tril(thetas, L):
         w = jnp.mean(jax.vmap(weights)(thetas), axis=0)
         if identity and scalar_prior:
-            return (Q0 + w)[:, None] * L
+            return Q0 * L + w[:, None] * L
 
         def block(s, e):  # rows s: of columns s:e of hess L, from L's rows s: only
             Ls = L[s:, s:e]

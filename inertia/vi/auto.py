@@ -23,12 +23,17 @@ SWITCH_KAPPA = 1e4
 FALLBACK_METHOD = "ngvi-reparam"
 
 
-def choose_method(target: Target) -> Optional[str]:
-    """The automatic mode's method for a whitened target: FALLBACK_METHOD when its estimated
-    condition number is at least SWITCH_KAPPA, else None (keep DEFAULT_METHOD)."""
+def choose_method(target: Target) -> Optional[dict]:
+    """The automatic mode's choice for a whitened target, as an event: FALLBACK_METHOD when its
+    estimated condition number is at least SWITCH_KAPPA, else None (keep DEFAULT_METHOD)."""
     if target.alpha is None or target.beta is None:
         return None
-    return FALLBACK_METHOD if target.beta / target.alpha >= SWITCH_KAPPA else None
+    kappa = target.beta / target.alpha
+    if kappa < SWITCH_KAPPA:
+        return None
+    return {"event": "method chosen", "step": 0, "method": FALLBACK_METHOD,
+            "reason": f"{FALLBACK_METHOD}: estimated kappa {kappa:.3g} >= {SWITCH_KAPPA:g} in "
+                      "whitened coordinates"}
 
 
 def default_batch(method: str, dim: int) -> int:
@@ -136,7 +141,7 @@ def whiten_start(target: Target, init, *, seed: int = 0):
     return zt, (np.zeros(d), np.eye(d)), Whitening(m0, W, target, int(hvps))
 
 
-def _cholesky_or_floor(S):
+def _psd_cholesky(S):
     """Cholesky factor of S; if S is not positive definite to rounding (a collapsed fit), a
     lower-triangular factor of S with its negative eigenvalues set to 0 (R^T from the QR of
     (Q sqrt(w))^T), with a RuntimeWarning."""
@@ -156,7 +161,7 @@ def unwhiten(res, wh: Whitening):
     W, c = wh.W, wh.shift
     res.mean = np.asarray(res.mean) @ W.T + c
     if res.coords == "cov":  # factor first: W (chol Sigma_z) stays lower-triangular and exact
-        res.factor = W @ _cholesky_or_floor(np.asarray(res.cov))
+        res.factor = W @ _psd_cholesky(np.asarray(res.cov))
         res.cov = res.factor @ res.factor.T
     else:
         res.cov = W @ np.asarray(res.cov) @ W.T
@@ -175,5 +180,6 @@ def unwhiten(res, wh: Whitening):
     return res
 
 
-__all__ = ["DEFAULT_METHOD", "SWITCH_KAPPA", "FALLBACK_METHOD", "choose_method", "default_batch", "warn_small_batch", "prepare", "Prepared",
+__all__ = ["DEFAULT_METHOD", "SWITCH_KAPPA", "FALLBACK_METHOD", "choose_method", "default_batch",
+           "warn_small_batch", "prepare", "Prepared",
            "boundary", "whiten_start", "unwhiten", "Whitening"]

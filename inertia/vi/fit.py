@@ -16,8 +16,7 @@ from ..parallel import shard_leading
 from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
-from .auto import (DEFAULT_METHOD, SWITCH_KAPPA, boundary, choose_method, default_batch, prepare,
-                   warn_small_batch)
+from .auto import DEFAULT_METHOD, boundary, choose_method, default_batch, prepare, warn_small_batch
 from .monitor import ObjectiveMonitor, StoppingRule
 from .recorder import _Recorder
 from .registry import Method, StepRule, get_estimator, get_method, momentum
@@ -352,7 +351,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
             target, init, wh = out
     chosen = choose_method(target) if auto_method and wh is not None else None
     if chosen is not None:
-        method, m_spec = chosen, get_method(chosen)
+        method, m_spec = chosen["method"], get_method(chosen["method"])
         opts = opts._replace(restart=opts.restart and m_spec.accelerable)
         if not batch_given:
             batch_size = default_batch(method, target.dim)
@@ -375,9 +374,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         res.events.insert(0, {"event": "whitened", "step": 0, "log_det": wh.log_det,
                               "alpha": target.alpha, "beta": target.beta})
         if chosen is not None:
-            res.events.insert(1, {"event": "method chosen", "step": 0, "method": chosen,
-                                  "reason": f"{chosen}: estimated kappa {target.beta / target.alpha:.3g} "
-                                            f">= {SWITCH_KAPPA:g} in whitened coordinates"})
+            res.events.insert(1, chosen)
         res = unwhiten(res, wh)
     res.dtype = dtype
     return res

@@ -197,7 +197,7 @@ def test_choose_method_switches_only_on_a_large_whitened_condition_number():
 
     t = kappa_family(4, 10.0)
     assert choose_method(t.replace(alpha=1.0, beta=SWITCH_KAPPA * 0.999)) is None
-    assert choose_method(t.replace(alpha=1.0, beta=SWITCH_KAPPA)) == FALLBACK_METHOD
+    assert choose_method(t.replace(alpha=1.0, beta=SWITCH_KAPPA))["method"] == FALLBACK_METHOD
     assert choose_method(t.replace(alpha=None, beta=None)) is None
 
 
@@ -205,12 +205,9 @@ def test_automatic_switch_runs_ngvi_reparam_and_reaches_the_optimum(monkeypatch)
     """With the switch threshold lowered so that it fires, `fit(target)` runs ngvi-reparam in
     the whitened coordinates, says so in its events, and reaches the Gaussian optimum of the spiky
     target (sds within 3 %, F within 4 s.e.); a method given by the user is never switched."""
-    import sys
-
     from inertia.vi import auto
 
     monkeypatch.setattr(auto, "SWITCH_KAPPA", 1.0)
-    monkeypatch.setattr(sys.modules["inertia.vi.fit"], "SWITCH_KAPPA", 1.0)
     t, sd_star, f_star = _spiky([1.0, 100.0])
     res = fit(t, seed=0, num_steps=2000)
     assert res.method == "ngvi-reparam"
@@ -225,14 +222,14 @@ def test_collapsed_covariance_is_floored_with_a_warning_not_a_crash():
     """A covariance that is not positive definite to rounding (an NGVI fit that collapsed in some
     directions raised numpy's LinAlgError when mapped back from whitened coordinates) gets a
     lower-triangular factor of its floored spectrum and a RuntimeWarning; a PD one is untouched."""
-    from inertia.vi.auto import _cholesky_or_floor
+    from inertia.vi.auto import _psd_cholesky
 
     rng = np.random.default_rng(0)
     Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
     S = (Q * np.array([-1e-20, 1e-20, 0.5, 2.0])) @ Q.T
     with pytest.warns(RuntimeWarning, match="collapsed"):
-        L = _cholesky_or_floor(S)
+        L = _psd_cholesky(S)
     assert np.all(np.isfinite(L)) and np.allclose(L, np.tril(L))
     np.testing.assert_allclose(L @ L.T, S, atol=1e-14)
     P = (Q * np.array([0.1, 1.0, 0.5, 2.0])) @ Q.T
-    np.testing.assert_array_equal(_cholesky_or_floor(P), np.linalg.cholesky(P))
+    np.testing.assert_array_equal(_psd_cholesky(P), np.linalg.cholesky(P))
