@@ -151,34 +151,30 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
     def weights(theta):
         return f2(ytj * design(theta))
 
-    def hess_matmul(theta, M):
-        w = weights(theta)
+    def weighted_hess_matmul(w, M, s=0):
+        """Rows s: of (Q0 + X^T diag(w) X) M, from M's rows s: only (s > 0: M's rows above s
+        are zero, as for a column block of a lower-triangular factor)."""
+        Ms = M[s:]
+        prior_part = Q0 * Ms if scalar_prior else Q0[s:, s:] @ Ms
         if identity:
-            return prior_mv(M) + w[:, None] * M
-        return prior_mv(M) + Xj.T @ (w[:, None] * (Xj @ M))
+            return prior_part + w[s:, None] * Ms
+        return prior_part + Xj[:, s:].T @ (w[:, None] * (Xj[:, s:] @ Ms))
+
+    def mean_weights(thetas):
+        return jnp.mean(jax.vmap(weights)(thetas), axis=0)
+
+    def hess_matmul(theta, M):
+        return weighted_hess_matmul(weights(theta), M)
 
     def hvp(theta, v):
         return hess_matmul(theta, v[:, None])[:, 0]
 
     def mean_hess_matmul(thetas, M):
-        w = jnp.mean(jax.vmap(weights)(thetas), axis=0)
-        if identity:
-            return prior_mv(M) + w[:, None] * M
-        return prior_mv(M) + Xj.T @ (w[:, None] * (Xj @ M))
+        return weighted_hess_matmul(mean_weights(thetas), M)
 
     def mean_hess_tril(thetas, L):
-        w = jnp.mean(jax.vmap(weights)(thetas), axis=0)
-        if identity and scalar_prior:
-            return Q0 * L + w[:, None] * L
-
-        def block(s, e):  # rows s: of columns s:e of hess L, from L's rows s: only
-            Ls = L[s:, s:e]
-            prior_part = Q0 * Ls if scalar_prior else Q0[s:, s:] @ Ls
-            if identity:
-                return prior_part + w[s:, None] * Ls
-            return prior_part + Xj[:, s:].T @ (w[:, None] * (Xj[:, s:] @ Ls))
-
-        return tril_product(block, d, L.dtype)
+        w = mean_weights(thetas)
+        return tril_product(lambda s, e: weighted_hess_matmul(w, L[:, s:e], s), d, L.dtype)
 
     def make_expectations(order):
         z, w = (jnp.asarray(a, dtype=dtype) for a in QUADRATURE[rule](order))

@@ -322,7 +322,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     and the results stay float64 (docs/benchmarks.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
-    auto_method, batch_given = method is None, batch_size is not None
+    auto_method = method is None
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
                     window, evaluate, whiten, extend)
     method = method or DEFAULT_METHOD
@@ -352,9 +352,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     chosen = choose_method(target) if auto_method and wh is not None else None
     if chosen is not None:
         method, m_spec = chosen["method"], get_method(chosen["method"])
-        opts = opts._replace(restart=opts.restart and m_spec.accelerable)
-        if not batch_given:
-            batch_size = default_batch(method, target.dim)
+        opts = opts._replace(restart=opts.restart and m_spec.accelerable)  # the batch is kept
         _check_memory(m_spec, target.dim, batch_size, len(seeds))
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
