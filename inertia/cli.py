@@ -196,10 +196,15 @@ def _enable_compilation_cache():
     import jax
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = os.environ.get("INERTIA_JAX_CACHE", os.path.join(base, "inertia", "jax"))
+    # a fresh folder name: JAX's size-capped (LRU) cache fails to write into a folder filled without
+    # the cap (no "-atime" files)
+    path = os.environ.get("INERTIA_JAX_CACHE", os.path.join(base, "inertia", "jax-lru"))
     if path and path.lower() != "off":
         jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+        # a small model's fit is ~40 compilations of 0.05-0.5 s each: cache them all, at most 1 GiB
+        # (JAX evicts the least recently used entries beyond it)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
+        jax.config.update("jax_compilation_cache_max_size", 1 << 30)
 
 
 def _one_line(err: BaseException) -> str:

@@ -17,7 +17,7 @@ import inertia  # noqa: E402,F401  (enables float64)
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 # CLI runs inside tests keep XLA's persistent cache out of the user's home
-os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax"))
+os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax-lru"))
 
 
 def missing_data(*names):

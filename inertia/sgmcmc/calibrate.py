@@ -9,7 +9,6 @@ from typing import Any, Optional
 
 import jax
 import numpy as np
-import scipy.stats
 
 from . import kernels
 from .. import diagnostics as shared_diagnostics
@@ -262,6 +261,7 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
     iu = np.triu_indices(m.dim)
     z = np.abs(emp - st.cov)[iu] / se[iu]
     max_z = float(z.max())
+    import scipy.stats  # noqa: PLC0415 (lazy: scipy.stats costs ~1 s at import)
     thr = float(scipy.stats.norm.isf(level / (2 * iu[0].size)))
     ess_emp = empirical_ess(draws) if draws.shape[1] >= 4 else np.full(m.dim, np.nan)
     ess_pred = n_total * thin / tau.per_coord

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-import scipy.stats
 
 from ..linalg import tril_product
 from .base import GaussianExpectations, Target, TargetError
@@ -62,6 +61,7 @@ def kappa_family(dim: int = 8, kappa: float = 300.0, *, seed: int = 0) -> Target
     if not kappa >= 1:
         raise TargetError(f"kappa must be >= 1, got {kappa}")
     lam = 0.5 * kappa ** (np.arange(dim) / (dim - 1))
+    import scipy.stats  # noqa: PLC0415 (lazy: scipy.stats costs ~1 s at import)
     Q = scipy.stats.ortho_group.rvs(dim, random_state=seed)
     P = (Q * lam) @ Q.T
     P = 0.5 * (P + P.T)

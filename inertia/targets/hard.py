@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
-import scipy.stats
+import scipy.special
 
 from .base import Target, TargetError
 
@@ -31,7 +31,7 @@ R_RULES = ("asymptotic", "unit-energy")
 def _tail_sq(z):
     """E[(G - z)_+^2] for G ~ N(0, 1) (numpy, vectorised)."""
     z = np.asarray(z, dtype=float)
-    return (1.0 + z * z) * scipy.stats.norm.sf(z) - z * scipy.stats.norm.pdf(z)
+    return (1.0 + z * z) * scipy.special.ndtr(-z) - z * np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 
 
 def radius(kappa: float, rule="asymptotic") -> float:
@@ -220,6 +220,7 @@ def ball_gap_of_standard(kappa, a, d):
 
     E e_B under N(0, s^2 I) = E (s |Z| - a)_+^2 / 2, |Z|^2 ~ chi2_d, by quadrature."""
     import scipy.integrate
+    import scipy.stats  # lazy: ~1 s at import
 
     def energy(s):
         f = lambda n: 0.5 * (s * n - a) ** 2 * scipy.stats.chi.pdf(n, d)
@@ -234,7 +235,6 @@ def ball_gap_of_standard(kappa, a, d):
 
 def _laguerre(order, d):
     """Nodes/weights for E g(|x_perp|) with x_perp ~ N(0, I_{d-1}): |x_perp| = sqrt(2 u), u ~ Gamma((d-1)/2)."""
-    import scipy.special
 
     alpha = 0.5 * (d - 1) - 1.0
     u, w = scipy.special.roots_genlaguerre(int(order), alpha)

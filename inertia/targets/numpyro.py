@@ -95,8 +95,9 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     flat0, unravel = jax.flatten_util.ravel_pytree(z0)
     flat0 = flat0.astype(jnp.float64)
 
-    def logdensity(params):
-        return -potential_fn(params)
+    # jitted once here so that the model (NumPyro's effect handlers, slow to trace) is traced once per
+    # input shape; every transform and enclosing jit of the fit reuses that jaxpr
+    logdensity = jax.jit(lambda params: -potential_fn(params))
 
     constrain_flat = jax.jit(jax.vmap(lambda v: postprocess_fn(unravel(v))))
 

@@ -83,3 +83,19 @@ def test_errors():
 
     with pytest.raises(TargetError, match="no latent"):
         from_numpyro(all_observed, jnp.ones(2))
+
+
+def test_model_traced_once_per_fit():
+    """The model is traced once for the whole automatic fit (11 times before the potential was jitted
+    in from_numpyro: every jit, vmap and derivative of the fit re-ran NumPyro's handlers)."""
+    calls = []
+
+    def counted(y):
+        calls.append(1)
+        scale_model(y)
+
+    t = from_numpyro(counted, jnp.array([0.5, 1.5, -0.2, 2.0]))
+    before = len(calls)
+    res = vi.fit(t, seed=0, num_steps=100, progress=False)
+    assert np.all(np.isfinite(res.mean))
+    assert len(calls) - before == 1
