@@ -326,19 +326,23 @@ def chain_statistics(method, eigenvalues, *, step_size, gamma=None, alpha=None) 
 
 def _geyer_tau(A, S, s11, exact, max_lags: int = 2000):
     """Geyer's truncated sum of the exact autocorrelations rho_j = (A^j S)_11 / S_11 of q."""
-    v = S[..., :, 0] / s11[..., None]  # A^j v gives (A^j S)_{., 1} / S_11
-    total = np.zeros_like(s11)
-    alive = np.ones(s11.shape, dtype=bool)
-    prev = np.full_like(s11, np.inf)
+    shape = s11.shape
+    A = A.reshape(-1, *A.shape[-2:])
+    v = (S[..., :, 0] / s11[..., None]).reshape(A.shape[0], -1)  # A^j v: (A^j S)_{., 1} / S_11
+    out = exact.reshape(-1).copy()  # kept where the sequence is still positive after max_lags
+    total = np.zeros(A.shape[0])
+    prev = np.full(A.shape[0], np.inf)
+    live = np.arange(A.shape[0])  # only directions whose sequence is still positive are advanced
     for _ in range(max_lags // 2):
-        r0 = v[..., 0]
-        v = np.einsum("...ij,...j->...i", A, v)
-        pair = r0 + v[..., 0]
-        v = np.einsum("...ij,...j->...i", A, v)
+        r0 = v[:, 0]
+        v = np.einsum("nij,nj->ni", A, v)
+        pair = r0 + v[:, 0]
+        v = np.einsum("nij,nj->ni", A, v)
         pair = np.minimum(pair, prev)  # initial monotone sequence
-        alive &= pair > 0
-        total += np.where(alive, pair, 0.0)
-        prev = pair
-        if not alive.any():
+        ok = pair > 0
+        total[ok] += pair[ok]
+        out[live[~ok]] = -1.0 + 2.0 * total[~ok]
+        live, A, v, prev, total = live[ok], A[ok], v[ok], pair[ok], total[ok]
+        if live.size == 0:
             break
-    return np.where(alive, exact, -1.0 + 2.0 * total)
+    return out.reshape(shape)
