@@ -165,8 +165,13 @@ def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potentia
     if nonfinite_grad:
         problems.append(f"the gradient was not finite at {nonfinite_grad} steps")
     r, e = stats["rhat"], stats["ess_bulk"]
-    bad_r = [names[i] for i in np.flatnonzero(~(r <= rhat_max))]
-    bad_e = [names[i] for i in np.flatnonzero(~(e >= ess_min))]
+    # a coordinate equal in every draw (e.g. the fixed 1 and 0 entries of an LKJ Cholesky factor)
+    # has no R-hat or ESS (ArviZ gives NaN) and nothing to converge
+    with np.errstate(all="ignore"):
+        constant = np.all(np.isfinite(flat), axis=0) & (
+            np.ptp(flat, axis=0) <= 1e-12 * (1.0 + np.abs(mean)))
+    bad_r = [names[i] for i in np.flatnonzero(~(r <= rhat_max) & ~constant)]
+    bad_e = [names[i] for i in np.flatnonzero(~(e >= ess_min) & ~constant)]
     if bad_r:
         problems.append(f"R-hat > {rhat_max:g} for {len(bad_r)} of {d} parameters (max "
                         f"{np.nanmax(r) if np.isfinite(r).any() else np.nan:.3f}: "

@@ -63,13 +63,15 @@ def _cgroup_limit() -> Optional[int]:
                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
                          "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
         try:
-            raw = open(path).read().strip()
+            with open(path) as fh:
+                raw = fh.read().strip()
         except OSError:
             continue
         if raw == "max" or not raw.isdigit() or int(raw) >= 1 << 60:
             return None
         try:
-            used = int(open(usage).read().strip())
+            with open(usage) as fh:
+                used = int(fh.read().strip())
         except (OSError, ValueError):
             used = 0
         return max(int(raw) - used, 0)

@@ -56,6 +56,20 @@ def test_few_effective_draws_and_nonfinite_are_not_converged():
     assert any("100 of 600 draws are not finite" in p for p in diagnose(x).problems)
 
 
+def test_constant_coordinates_are_not_judged():
+    # an LKJ Cholesky factor has entries fixed at 1 and 0: ArviZ's R-hat and ESS are NaN there, and
+    # they must not make a converged run "NOT CONVERGED"; a slow coordinate beside them still does
+    rng = np.random.default_rng(4)
+    x = np.concatenate([rng.normal(size=(4, 2000, 2)), np.ones((4, 2000, 1)),
+                        np.zeros((4, 2000, 1))], axis=2)
+    dg = diagnose(x, ["a", "b", "L[0,0]", "L[0,1]"])
+    assert np.isnan(dg.rhat[2]) and dg.converged, dg.problems
+    x[..., 1] = _ar1(rng, 0.995, (4, 2000, 1))[..., 0]
+    dg = diagnose(x, ["a", "b", "L[0,0]", "L[0,1]"])
+    assert not dg.converged and all("L[0" not in p for p in dg.problems)
+    assert any("b" in p for p in dg.problems)
+
+
 def test_count_nonfinite_potential():
     import jax.numpy as jnp
 

@@ -317,8 +317,11 @@ def _params_of(d: dict) -> Params:
     return Params(float(d["step_size"]), float(d.get("gamma", 1.0)), float(d.get("alpha", 0.0)))
 
 
+DEFAULT_TARGET_ESS = 400.0
+
+
 def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=None,
-           num_chains: int = 4, num_steps: int = 1000, seed: int = 0, thinning: int = 1,
+           num_chains: int = 4, num_steps: Optional[int] = None, seed: int = 0, thinning: int = 1,
            init=None, on_divergence: str = "raise", progress: bool = False,
            precondition: str = "auto", bias_tol: float = 0.03, target_ess: Optional[float] = None,
            max_steps: Optional[int] = None, names=None, diagnostics: bool = True) -> SampleResult:
@@ -335,13 +338,17 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     init: None (the warm-up's states; without warm-up q0 ~ N(0, I)), a point (dim,) or points
     (num_chains, dim); kinetic schemes draw p0 ~ N(0, I).
     target_ess: keep running (compiled blocks, at most max_steps, default 100 num_steps) until every
-    coordinate has bulk ESS >= target_ess and R-hat <= 1.01.
+    coordinate has bulk ESS >= target_ess and R-hat <= 1.01. num_steps None (the default): a first
+    block of 1,000 steps with target_ess 400 unless given (as `inertia sample`); a num_steps given
+    alone runs exactly that many steps.
     A non-finite position or gradient raises FloatingPointError naming the chain and step
     (on_divergence="raise"), or freezes that chain, NaNs its later draws and warns ("stop").
     The result's `diagnostics` (R-hat, ESS, non-finite potential/gradient counts) warn when the run
     is not converged.
     """
     m = get_method(method) if isinstance(method, str) else method
+    if num_steps is None:  # run until the diagnostics can pass (Vehtari et al. 2021: ESS >= 400)
+        num_steps, target_ess = 1000, (DEFAULT_TARGET_ESS if target_ess is None else target_ess)
     if on_divergence not in ("raise", "stop"):
         raise ValueError("on_divergence must be 'raise' or 'stop'")
     if precondition not in ("auto", "laplace", "vi", "none"):

@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._random import host_normal
+
 Z_WARN = 6.0  # |z| above this: the Hessian-based estimators see a different curvature
 
 
@@ -23,9 +25,9 @@ def hessian_consistency(target, m, A, *, num_draws: int = 2048, num_dirs: int = 
     d = target.dim
     key = jax.random.PRNGKey(seed + 104729)
     kx, ku, kw = jax.random.split(key, 3)
-    xi = jax.random.normal(kx, (num_draws, d), dtype=jnp.float64)
-    U = jax.random.normal(ku, (num_dirs, d), dtype=jnp.float64)
-    W = jax.random.normal(kw, (num_dirs, d), dtype=jnp.float64)
+    xi = host_normal(kx, (num_draws, d), jnp.float64)
+    U = host_normal(ku, (num_dirs, d), jnp.float64)
+    W = host_normal(kw, (num_dirs, d), jnp.float64)
     m, A = jnp.asarray(m), jnp.asarray(A)
 
     @jax.jit

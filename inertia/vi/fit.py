@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..parallel import shard_leading
+from .._random import host_normal
 from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
@@ -85,9 +86,9 @@ class FitResult:
         """Draws from the fitted Gaussian(s): (num, d), or (seed, num, d) for several seeds."""
         mean, factor = jnp.asarray(self.mean), jnp.asarray(self.factor)
         if mean.ndim == 1:
-            xi = jax.random.normal(key, (num, self.dim), dtype=mean.dtype)
+            xi = host_normal(key, (num, self.dim), mean.dtype)
             return np.asarray(mean + xi @ factor.T)
-        xi = jax.random.normal(key, (mean.shape[0], num, self.dim), dtype=mean.dtype)
+        xi = host_normal(key, (mean.shape[0], num, self.dim), mean.dtype)
         return np.asarray(mean[:, None, :] + jnp.einsum("snj,sij->sni", xi, factor))
 
     def to_dict(self) -> dict:

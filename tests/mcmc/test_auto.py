@@ -78,6 +78,19 @@ def test_nan_region_is_flagged():
     assert "fix the model" in dg.verdict()
 
 
+def test_default_length_runs_to_the_diagnostics_goal(kappa100):
+    # sample(target) with no num_steps runs as `inertia sample` does (target ESS 400): 1,000 steps
+    # gave bulk ESS ~250 and a noisy R-hat, so simple models were reported NOT CONVERGED
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        default = sample(kappa100, seed=3)
+        explicit = sample(kappa100, seed=3, num_steps=1000, target_ess=400)
+        fixed = sample(kappa100, seed=3, num_steps=200)
+    np.testing.assert_array_equal(default.draws, explicit.draws)
+    assert default.diagnostics.converged and default.diagnostics.min_ess_bulk >= 400
+    assert fixed.num_steps == 200
+
+
 def test_model_nan_at_start_is_not_blamed_on_the_step_size():
     t = from_potential(lambda q: jnp.sum(jnp.log(q) ** 2), 2, name="log")  # NaN at 0, the start
     with pytest.raises((ValueError, FloatingPointError)) as err:
