@@ -191,22 +191,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _enable_compilation_cache():
-    """Reuse XLA compilations across CLI runs (JAX's persistent cache, under the user cache dir)."""
-    import jax
-
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    # a fresh folder name: JAX's size-capped (LRU) cache fails to write into a folder filled without
-    # the cap (no "-atime" files)
-    path = os.environ.get("INERTIA_JAX_CACHE", os.path.join(base, "inertia", "jax-lru"))
-    if path and path.lower() != "off":
-        jax.config.update("jax_compilation_cache_dir", path)
-        # a small model's fit is ~40 compilations of 0.05-0.5 s each: cache them all, at most 1 GiB
-        # (JAX evicts the least recently used entries beyond it)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.05)
-        jax.config.update("jax_compilation_cache_max_size", 1 << 30)
-
-
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split()) or type(err).__name__
     if isinstance(err, KeyError):
@@ -276,8 +260,6 @@ def main(argv=None) -> int:
 
             warnings.formatwarning = (lambda message, category, *_a, **_k:
                                       f"{prefix}: warning: {message}\n")
-        if args.command != "reproduce" or (args.name and not args.list):
-            _enable_compilation_cache()
         from ._threads import single_blas_thread
 
         with single_blas_thread():

@@ -12,12 +12,12 @@ import tempfile
 import pytest
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: BLAS spin slows XLA
+# read by `import inertia`: the tests' XLA persistent cache stays out of the user's home
+os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax-lru"))
 
 import inertia  # noqa: E402,F401  (enables float64)
 
 os.environ.setdefault("MPLBACKEND", "Agg")
-# CLI runs inside tests keep XLA's persistent cache out of the user's home
-os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax-lru"))
 
 
 def missing_data(*names):
