@@ -13,7 +13,7 @@ import pytest
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: BLAS spin slows XLA
 # read by `import inertia`: the tests' XLA persistent cache stays out of the user's home
-os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax-lru"))
+os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax"))
 
 import inertia  # noqa: E402,F401  (enables float64)
 

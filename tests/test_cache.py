@@ -1,10 +1,13 @@
-"""The persistent compilation cache: inertia's folder unless switched off or the user set JAX's own."""
+"""The persistent compilation cache: inertia's folder unless switched off or the user set JAX's own;
+the folder is pruned to half its cap, oldest entries first, when it outgrows the cap."""
 import os
 import subprocess
 import sys
 
+from inertia import _cache
+
 PROBE = ("import inertia, jax; c = jax.config; print(c.jax_compilation_cache_dir or '', "
-         "c.jax_persistent_cache_min_compile_time_secs, c.jax_compilation_cache_max_size)")
+         "c.jax_persistent_cache_min_compile_time_secs)")
 
 
 def _probe(tmp_path, **env):
@@ -17,10 +20,19 @@ def _probe(tmp_path, **env):
 
 
 def test_cache_folder_rules(tmp_path):
-    path, least, cap = _probe(tmp_path)
-    assert path == str(tmp_path / "xdg" / "inertia" / "jax-lru")
-    assert float(least) == 0.05 and int(cap) == 1 << 30
+    path, least = _probe(tmp_path)
+    assert path == str(tmp_path / "xdg" / "inertia" / "jax") and float(least) == 0.05
     assert _probe(tmp_path, INERTIA_JAX_CACHE=str(tmp_path / "c"))[0] == str(tmp_path / "c")
-    assert len(_probe(tmp_path, INERTIA_JAX_CACHE="off")) == 2  # no folder printed
+    assert len(_probe(tmp_path, INERTIA_JAX_CACHE="off")) == 1  # no folder printed
     mine = str(tmp_path / "mine")
     assert _probe(tmp_path, JAX_COMPILATION_CACHE_DIR=mine)[0] == mine
+
+
+def test_prune_removes_oldest_down_to_half(tmp_path):
+    for i in range(10):  # 10 entries of 100 bytes, entry i written at time i
+        f = tmp_path / f"e{i}"
+        f.write_bytes(b"x" * 100)
+        os.utime(f, (1000 + i, 1000 + i))
+    assert _cache.prune(tmp_path, max_bytes=1000) == 0  # at the cap: nothing to do
+    assert _cache.prune(tmp_path, max_bytes=900) == 600  # over it: down to 450 bytes
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e6", "e7", "e8", "e9"]
