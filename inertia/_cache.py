@@ -24,7 +24,7 @@ def cache_path():
 def prune(path, max_bytes: int = MAX_BYTES) -> int:
     """Delete the oldest-written entries while the folder holds more than max_bytes, down to half
     of it; returns the bytes deleted. JAX's own cap (jax_compilation_cache_max_size) is not used:
-    it lists and reads the whole folder at every write, which made the test suite 1.7x slower."""
+    it lists the folder and reads a timestamp file per entry at every write."""
     try:
         entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(path)
                    if e.is_file(follow_symlinks=False)]
