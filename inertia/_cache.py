@@ -26,8 +26,8 @@ def prune(path, max_bytes: int = MAX_BYTES) -> int:
     of it; returns the bytes deleted. JAX's own cap (jax_compilation_cache_max_size) is not used:
     it lists the folder and reads a timestamp file per entry at every write."""
     try:
-        entries = [(e.stat().st_mtime, e.stat().st_size, e.path) for e in os.scandir(path)
-                   if e.is_file(follow_symlinks=False)]
+        stats = [(e.stat(), e.path) for e in os.scandir(path) if e.is_file(follow_symlinks=False)]
+        entries = [(st.st_mtime, st.st_size, name) for st, name in stats]
     except OSError:
         return 0
     total = sum(size for _, size, _ in entries)
