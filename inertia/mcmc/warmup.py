@@ -135,7 +135,8 @@ def whiten(target: Target, mean, factor, dtype=jnp.float64) -> Target:
     return Target(dim=target.dim, potential=lambda z: target.potential(x(z)),
                   grad=lambda z: F.T @ target.grad(x(z)), hvp=hvp, hess_matmul_fn=hess_matmul,
                   name=f"{target.name}-whitened",
-                  recast=lambda dt: whiten(target.astype(dt), mean, factor, dt))
+                  recast=lambda dt: whiten(target.astype(dt), mean, factor, dt),
+                  affine=(target, np.asarray(mean, np.float64), np.asarray(factor, np.float64)))
 
 
 class Curvature:

@@ -73,6 +73,9 @@ class Target:
     # dtype -> this target rebuilt from its data cast to dtype (only its functions are used)
     recast: Optional[Callable[[Any], "Target"]] = dataclasses.field(default=None, repr=False)
     dtype: str = "float64"  # the float type its functions compute in
+    # (parent, shift, factor) when V(z) = parent.V(shift + factor z): `jitted` then reuses the
+    # parent's compiled functions instead of compiling this target's (whitened targets)
+    affine: Optional[tuple] = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self):
         if not isinstance(self.dim, int) or self.dim < 1:
@@ -250,6 +253,8 @@ _JIT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def jitted(target: Target, what: str):
     """jit-compiled "value_and_grad" (V, grad V), "hessian" or "hvp" of a target, cached per potential
     function (targets that differ only in bounds or names share the compiled code)."""
+    if target.affine is not None:
+        return _affine_jitted(target.affine, what)
     cache = _JIT_CACHE.setdefault(target.potential, {})
     if what not in cache:
         if what == "value_and_grad":
@@ -263,14 +268,40 @@ def jitted(target: Target, what: str):
     return cache[what]
 
 
+def _affine_jitted(affine, what: str):
+    """`jitted` of z -> parent(shift + F z) by the chain rule on the parent's compiled functions
+    (F^T grad, F^T H F, F^T H F v), the affine map applied on the host in float64."""
+    parent, shift, F = affine
+    shift, F = np.asarray(shift, dtype=np.float64), np.asarray(F, dtype=np.float64)
+    fn = jitted(parent, what)
+
+    def x(z):
+        return jnp.asarray(shift + F @ np.asarray(z, dtype=np.float64), dtype=parent.dtype)
+
+    if what == "value_and_grad":
+        def value_and_grad(z):
+            v, g = fn(x(z))
+            return v, jnp.asarray(F.T @ np.asarray(g, dtype=np.float64), dtype=parent.dtype)
+        return value_and_grad
+    if what == "hessian":
+        return lambda z: jnp.asarray(F.T @ np.asarray(fn(x(z)), dtype=np.float64) @ F,
+                                     dtype=parent.dtype)
+    if what == "hvp":
+        return lambda z, v: jnp.asarray(
+            F.T @ np.asarray(fn(x(z), jnp.asarray(F @ np.asarray(v, dtype=np.float64),
+                                                  dtype=parent.dtype)), dtype=np.float64),
+            dtype=parent.dtype)
+    raise ValueError(f"unknown jitted function {what!r}")
+
+
 def check_point(target: Target, x) -> Array:
     """Validate shape and finiteness of V and grad V at x; raise a clear error otherwise."""
     x = jnp.asarray(x)
     if x.shape != (target.dim,):
         raise TargetError(f"expected a point of shape ({target.dim},), got {x.shape}")
     v, g = jitted(target, "value_and_grad")(x)
-    if not bool(jnp.isfinite(v)):
+    if not np.isfinite(float(v)):
         raise FloatingPointError(f"potential V is not finite at the query point ({v})")
-    if not bool(jnp.all(jnp.isfinite(g))):
+    if not np.all(np.isfinite(np.asarray(g))):
         raise FloatingPointError("grad V is not finite at the query point")
     return x

@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from .base import Target, TargetError, cast_floats, from_logdensity
+from .base import Target, TargetError, cast_floats, from_logdensity, jitted
 
 
 def _numpyro():
@@ -22,48 +22,40 @@ def _numpyro():
     return initialize_model
 
 
-def _compiled_init(model, model_args, model_kwargs, seed):
-    """(unconstrained initial point, potential_fn, postprocess_fn) with NumPyro's own
-    `find_valid_initial_params` run inside one `jax.jit`.
+INIT_RADIUS = 2.0  # starts drawn uniform(-2, 2) on the unconstrained space, as init_to_uniform
+INIT_TRIES = 100
 
-    `initialize_model` evaluates the potential and its gradient op by op, compiling every
-    primitive separately (≈ 170 small XLA compilations, 3–16 s for a three-site model); traced
-    once, the same search is one compilation. The functions are NumPyro's public
-    `potential_energy` and `constrain_fn`, as `initialize_model` builds them.
-    """
+
+def _traced_init(model, model_args, model_kwargs, seed):
+    """(prototype {site: zeros of its unconstrained shape}, potential_fn, postprocess_fn) from one
+    abstract trace of the model (`jax.eval_shape`: nothing is compiled). The functions are
+    NumPyro's public `potential_energy` and `constrain_fn`, as `initialize_model` builds them."""
     from functools import partial
 
+    import numpy as np
     from numpyro import handlers
     from numpyro.distributions.transforms import biject_to
-    from numpyro.infer.util import constrain_fn, find_valid_initial_params, potential_energy
+    from numpyro.infer.util import constrain_fn, potential_energy
 
-    @jax.jit
-    def search(key):
+    def proto(key):
         tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
-        proto = {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in tr.items()
-                 if site["type"] == "sample" and not site["is_observed"]}
-        if not proto:
-            return proto, jnp.asarray(False)
-        (z, _, _), ok = find_valid_initial_params(key, model, model_args=model_args,
-                                                  model_kwargs=model_kwargs,
-                                                  prototype_params=proto)
-        return z, ok
+        return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in tr.items()
+                if site["type"] == "sample" and not site["is_observed"]}
 
-    z, ok = search(jax.random.PRNGKey(seed))
-    if z and not bool(ok):
-        raise TargetError("NumPyro could not initialise the model: no point with a finite "
-                          "log density and gradient was found in 100 tries of init_to_uniform")
+    shapes = jax.eval_shape(proto, jax.random.PRNGKey(seed))
+    z = {k: np.zeros(v.shape, v.dtype) for k, v in shapes.items()}
     return (z, partial(potential_energy, model, model_args, model_kwargs),
             partial(constrain_fn, model, model_args, model_kwargs, return_deterministic=True))
 
 
 def _initialise(model, model_args, model_kwargs, seed):
-    """(z0, potential_fn, postprocess_fn): the compiled search, or NumPyro's `initialize_model`
-    (its own messages) for models the search cannot trace, e.g. discrete or enumerated sites."""
+    """(z0 or None, potential_fn, postprocess_fn): the abstract trace (z0 None: the start is drawn
+    later with the target's own compiled gradient), or NumPyro's `initialize_model` (its own
+    messages) for models that cannot be traced so, e.g. discrete or enumerated sites."""
     try:
-        return _compiled_init(model, tuple(model_args), model_kwargs, seed)
-    except TargetError:
-        raise
+        z, potential_fn, postprocess_fn = _traced_init(model, tuple(model_args), model_kwargs,
+                                                       seed)
+        return z, None, potential_fn, postprocess_fn
     except Exception:
         initialize_model = _numpyro()
         try:
@@ -71,25 +63,44 @@ def _initialise(model, model_args, model_kwargs, seed):
                                     model_kwargs=model_kwargs, dynamic_args=False)
         except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
             raise TargetError(f"NumPyro could not initialise the model: {err}") from err
-        return info.param_info.z, info.potential_fn, info.postprocess_fn
+        return info.param_info.z, info.param_info.z, info.potential_fn, info.postprocess_fn
+
+
+def _valid_start(target, seed):
+    """A flat start with finite V and grad V: uniform(-2, 2) draws (NumPyro's init_to_uniform
+    rule), up to 100 tries, evaluated with the target's compiled gradient (the MAP search's)."""
+    import numpy as np
+
+    vg = jitted(target, "value_and_grad")
+    rng = np.random.default_rng(seed)
+    for _ in range(INIT_TRIES):
+        x = rng.uniform(-INIT_RADIUS, INIT_RADIUS, target.dim)
+        v, g = vg(jnp.asarray(x))
+        if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
+            return jnp.asarray(x)
+    raise TargetError("NumPyro could not initialise the model: no point with a finite log density "
+                      f"and gradient was found in {INIT_TRIES} draws of uniform(-2, 2) on the "
+                      "unconstrained space")
 
 
 def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
                  model_kwargs=None, **kwargs) -> Target:
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
 
-    `model(*model_args, **kwargs)` is traced inside one jit that runs NumPyro's
-    `find_valid_initial_params` (observed sites fixed by the arguments; models it cannot trace
-    fall back to `numpyro.infer.util.initialize_model`). Keyword arguments named alpha / beta /
+    `model(*model_args, **kwargs)` is traced abstractly for its latent sites (observed sites fixed
+    by the arguments), and a start is drawn by NumPyro's init_to_uniform rule with the target's
+    compiled gradient, so that a new model costs one compilation of V and grad V before the fit;
+    models that cannot be traced so fall back to `numpyro.infer.util.initialize_model`.
+    Keyword arguments named alpha / beta /
     name / seed / model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
     `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
     re-initialises the model with its floating-point arguments cast to float32.
     `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
-    ({site: unconstrained shape}), "init" (NumPyro's initial unconstrained point, flat).
+    ({site: unconstrained shape}), "init" (a start with finite V and grad V, flat).
     """
     mkw = dict(model_kwargs or {})
     mkw.update(kwargs)
-    z0, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed)
+    z0, start, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed)
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
     flat0, unravel = jax.flatten_util.ravel_pytree(z0)
@@ -121,11 +132,14 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
 
     def recast(dtype):  # the model re-traced on its data in dtype; the latent point in dtype
         args, kw = cast_floats((model_args, mkw), dtype)
-        potential = _initialise(model, args, kw, seed)[1]
+        potential = _initialise(model, args, kw, seed)[2]
         return from_logdensity(lambda p: -potential(p), cast_floats(z0, dtype))
 
-    return from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra,
-                           recast=recast)
+    target = from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra,
+                             recast=recast)
+    extra["init"] = (_valid_start(target, seed) if start is None
+                     else jax.flatten_util.ravel_pytree(start)[0].astype(jnp.float64))
+    return target
 
 
 __all__ = ["from_numpyro"]

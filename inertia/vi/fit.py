@@ -84,12 +84,12 @@ class FitResult:
 
     def sample(self, key, num: int) -> np.ndarray:
         """Draws from the fitted Gaussian(s): (num, d), or (seed, num, d) for several seeds."""
-        mean, factor = jnp.asarray(self.mean), jnp.asarray(self.factor)
+        mean, factor = np.asarray(self.mean), np.asarray(self.factor)
         if mean.ndim == 1:
-            xi = host_normal(key, (num, self.dim), mean.dtype)
-            return np.asarray(mean + xi @ factor.T)
-        xi = host_normal(key, (mean.shape[0], num, self.dim), mean.dtype)
-        return np.asarray(mean[:, None, :] + jnp.einsum("snj,sij->sni", xi, factor))
+            xi = np.asarray(host_normal(key, (num, self.dim), mean.dtype))
+            return mean + xi @ factor.T
+        xi = np.asarray(host_normal(key, (mean.shape[0], num, self.dim), mean.dtype))
+        return mean[:, None, :] + np.einsum("snj,sij->sni", xi, factor)
 
     def to_dict(self) -> dict:
         """JSON-ready summary (the `inertia fit --json` contract)."""
@@ -214,9 +214,10 @@ def to_coords(F, coords):
     """A factor F (F F^T = Sigma) in the kernel's coordinates: Cholesky, symmetric root, or as is
     for "cov" kernels (whose init squares it); kept bitwise when F is already of that form."""
     F = jnp.asarray(F)
+    host = np.asarray(F)  # the tests run on the host: no compilation for them
     if coords == "chol":
-        return F if bool(jnp.all(F == jnp.tril(F))) else jnp.linalg.cholesky(F @ F.T)
-    if coords == "sym" and not bool(jnp.all(F == F.T)):
+        return F if np.array_equal(host, np.tril(host)) else jnp.linalg.cholesky(F @ F.T)
+    if coords == "sym" and not np.array_equal(host, host.T):
         w, Q = jnp.linalg.eigh(F @ F.T)
         return (Q * jnp.sqrt(jnp.maximum(w, 0.0))) @ Q.T
     return F
@@ -239,25 +240,32 @@ def _schedule(num_steps, every):
     return out
 
 
-def _block_fn(kernel):
-    """jit(vmap over seeds) of a block: scan over chunks of scanned steps, snapshots per chunk."""
-    def chunk(state, chunk_keys):
+def _block_fn(kernel_at):
+    """jit(vmap over seeds) of a block: scan over chunks of scanned steps, snapshots per chunk.
+
+    `kernel_at(params)` builds the kernel inside the trace from the step parameters (eta, s), an
+    unbatched argument: a new step size (averaging, recovery) reuses the compiled block."""
+    def block(state, block_keys, params):  # block_keys: (chunks, chunk length, 2) for one seed
+        kernel = kernel_at(params)
+
         def body(st, k):
             st, info = kernel.step(st, k)
             size = jnp.maximum(jnp.max(jnp.abs(st.m)), jnp.max(jnp.abs(st.A)))
             return st, (info.finite & (size < DIVERGENCE_LIMIT), jnp.asarray(info.restarted))
 
-        st, (ok, restarted) = jax.lax.scan(body, state, chunk_keys)
-        return st, ok, jnp.sum(restarted)
-
-    def block(state, block_keys):  # block_keys: (chunks, chunk length, 2) for one seed
         def outer(st, ck):
-            st, ok, nr = chunk(st, ck)
-            return st, (st.m, st.A, ok, nr)
+            st, (ok, restarted) = jax.lax.scan(body, st, ck)
+            return st, (st.m, st.A, ok, jnp.sum(restarted))
 
         return jax.lax.scan(outer, state, block_keys)
 
-    return jax.jit(jax.vmap(block))
+    return jax.jit(jax.vmap(block, in_axes=(0, 0, None)))
+
+
+# what a kernel builder may raise when the step size it is given is a tracer (a Python-level use of
+# the number): such methods compile the step size in as a constant instead
+_CONCRETE_ONLY = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                  jax.errors.TracerIntegerConversionError)
 
 
 class _Options(NamedTuple):
@@ -430,6 +438,7 @@ class _Runner:
         self.eta_scale = 1.0
         self.compile_seconds = 0.0
         self.events = []
+        self.traced = True  # step parameters as arguments of the compiled block (see _compiled)
         self._build()
 
     def _build(self):
@@ -447,17 +456,34 @@ class _Runner:
             s = rule.s / math.sqrt(self.eta_scale) if rule.s else None
         elif self.step_size is not None:
             step = self.step_size
+        target = self.target.astype(self.dtype)
         kernel, self.m_spec, self.est, self.accelerated, self.rule = make_kernel(
-            self.target.astype(self.dtype), self.method, accelerated=self.accelerated,
-            batch_size=self.batch_size, step_size=step, s=s, **opts)
+            target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
+            step_size=step, s=s, **opts)
+        self.kernel = self._wrap(kernel)
+        self.params = jnp.asarray([self.rule.eta, self.rule.s or 0.0], dtype=self.dtype)
+        structure = (target, self.target.alpha, self.target.beta, opts.get("set_bounds"),
+                     self.rule.s is None)
+        if self.traced and structure == getattr(self, "_structure", None):
+            return  # only eta and s changed: the compiled blocks take them as arguments
+        self._structure = structure
+        if self.traced:
+            m, est, acc, b, has_s = (self.m_spec, self.est, self.accelerated, self.batch_size,
+                                     self.rule.s is not None)
+            self.run_block = _block_fn(lambda p: self._wrap(m.build(
+                target, est, acc, b, p[0], p[1] if has_s else None, opts)))
+        else:
+            self.run_block = _block_fn(lambda p, k=self.kernel: k)
+        self.compiled = {}
+
+    def _wrap(self, kernel):
+        """The built kernel with float64 starts cast to the run's dtype and momentum restart."""
         if self.dtype != "float64":  # starts and restarts arrive in float64
             init, dt = kernel.init, jnp.dtype(self.dtype)
             kernel = kernel._replace(init=lambda m, A: init(m.astype(dt), A.astype(dt)))
         if self.opts.restart and self.accelerated and kernel.lookahead is not None:
             kernel = with_restart(kernel)
-        self.kernel = kernel
-        self.run_block = _block_fn(kernel)
-        self.compiled = {}
+        return kernel
 
     def _reestimate(self, rec) -> bool:
         """Estimated bounds, re-measured at draws of the current q: a MAP's curvature can be far
@@ -497,7 +523,14 @@ class _Runner:
         if (n, length) not in self.compiled:
             t0 = time.perf_counter()
             dummy = jnp.zeros((self.num_seeds, n, length, 2), dtype=jnp.uint32)
-            self.compiled[(n, length)] = self.run_block.lower(state, dummy).compile()
+            try:
+                lowered = self.run_block.lower(state, dummy, self.params)
+            except _CONCRETE_ONLY:  # the method's builder needs concrete numbers
+                self.traced = False
+                self._structure = None
+                self._build()
+                lowered = self.run_block.lower(state, dummy, self.params)
+            self.compiled[(n, length)] = lowered.compile()
             self.compile_seconds += time.perf_counter() - t0
         return self.compiled[(n, length)]
 
@@ -541,7 +574,7 @@ class _Runner:
             fn = self._compiled(state, n, length)
             t = time.perf_counter()
             bkeys = keys[:, start:start + n * length].reshape(len(seeds), n, length, -1)
-            new_state, (bm, bA, ok, nr) = fn(state, bkeys)
+            new_state, (bm, bA, ok, nr) = fn(state, bkeys, self.params)
             ok = np.asarray(jax.block_until_ready(ok))
             dt = time.perf_counter() - t
             restarts += int(np.asarray(nr).sum())

@@ -9,7 +9,9 @@ standard error of either value. Non-finite V on the draws is counted, not averag
 from __future__ import annotations
 
 import collections
+import functools
 import math
+import weakref
 from typing import NamedTuple, Optional
 
 import jax
@@ -29,27 +31,67 @@ class Estimate(NamedTuple):
     draws: np.ndarray
 
 
+CHUNK = 128  # draws per compiled call: monitors of 128, 256 or 1024 draws share one executable
+POOL = 1024  # common normals drawn at once: the first n rows serve every monitor of a run
+_POOL: dict = {}  # (seed, d) -> the last pool drawn (one kept)
+_ON_DRAWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # potential -> jitted V(m + S xi)
+
+
+def common_normals(seed: int, n: int, d: int) -> np.ndarray:
+    """xi_1..xi_n ~ N(0, I_d): the first n rows of one seeded draw of max(n, POOL) rows (with JAX's
+    partitionable threefry, exactly the draw of shape (n, d) itself)."""
+    pool = _POOL.get((seed, d))
+    if pool is None or pool.shape[0] < n:
+        _POOL.clear()
+        pool = np.asarray(jax.random.normal(jax.random.PRNGKey(seed + 7919), (max(n, POOL), d),
+                                            dtype=jnp.float64))
+        _POOL[(seed, d)] = pool
+    return pool[:n]
+
+
+def _on_draws(target):
+    """(m, S, xi (c, d)) -> V(m + S xi_j) per draw, compiled once per potential; a whitened target
+    (V(shift + F z)) uses its parent's with m -> shift + F m, S -> F S."""
+    if target.affine is not None:
+        parent, shift, F = target.affine
+        fn, F, shift = _on_draws(parent), np.asarray(F), np.asarray(shift)
+        return lambda m, S, xi: fn(shift + F @ np.asarray(m), F @ np.asarray(S), xi)
+    fn = _ON_DRAWS.get(target.potential)
+    if fn is None:
+        fn = jax.jit(lambda m, S, xi: jax.vmap(target.potential)(m + xi @ S.T))
+        _ON_DRAWS[target.potential] = fn
+    return fn
+
+
+@functools.partial(jax.jit, static_argnums=1)
+def _factor_and_half_logdet(A, coords):
+    """(S with S S^T = Sigma, log |det A|) of a factor in the kernel's coordinates."""
+    return (A if coords != "cov" else jnp.linalg.cholesky(A)), half_logdet(A, coords)
+
+
 class ObjectiveMonitor:
-    """F_hat(m, A) with `num_draws` common random numbers (seeded by `seed`), vmapped and jitted."""
+    """F_hat(m, A) with `num_draws` common random numbers (seeded by `seed`), in compiled chunks."""
 
     def __init__(self, target, coords: str, *, num_draws: int = 256, seed: int = 0):
         if num_draws < 2:
             raise ValueError(f"the objective monitor needs at least 2 draws, got {num_draws}")
         d = target.dim
-        self.num_draws = int(num_draws)
-        xi = jax.random.normal(jax.random.PRNGKey(seed + 7919), (num_draws, d), dtype=jnp.float64)
-        const = 0.5 * d * math.log(2 * math.pi * math.e)
+        self.num_draws, self.coords = int(num_draws), coords
+        xi = common_normals(seed, self.num_draws, d)
+        c = min(CHUNK, self.num_draws)
+        self._chunks = [xi[i:i + c] for i in range(0, self.num_draws, c)]
+        self._const = 0.5 * d * math.log(2 * math.pi * math.e)
+        self._on_draws = _on_draws(target)
 
-        def per_draw(m, A):
-            S = A if coords != "cov" else jnp.linalg.cholesky(A)
-            x = m + xi @ S.T
-            return jax.vmap(target.potential)(x) - const - half_logdet(A, coords)
-
-        self._fn = jax.jit(jax.vmap(per_draw))
+    def _values(self, m, A):
+        S, hl = _factor_and_half_logdet(A, self.coords)
+        v = np.concatenate([np.asarray(self._on_draws(m, S, xi)) for xi in self._chunks])
+        return v - self._const - float(hl)
 
     def __call__(self, ms, As) -> Estimate:
         """Estimates for stacked (m, A): ms (k, d), As (k, d, d)."""
-        vals = np.asarray(self._fn(jnp.asarray(ms), jnp.asarray(As)))
+        ms, As = np.asarray(ms), np.asarray(As)
+        vals = np.stack([self._values(m, A) for m, A in zip(ms, As)])
         ok = np.isfinite(vals)
         nonfinite = 1.0 - ok.mean(axis=-1)
         with np.errstate(invalid="ignore"):

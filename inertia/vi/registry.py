@@ -75,7 +75,7 @@ def _build_apg(update_kind):
         rho = momentum(s) if accelerated else 0.0
         kernel = apg.build(target, estimator, update, rho=rho, batch_size=batch_size,
                            options=options)
-        return kernel._replace(lookahead=(lambda st: (st.aux_m, st.aux_A)) if rho else None)
+        return kernel._replace(lookahead=(lambda st: (st.aux_m, st.aux_A)) if accelerated else None)
 
     return build
 

@@ -57,3 +57,25 @@ def test_non_finite_start_is_a_clear_error():
     t = from_potential(lambda x: jnp.where(x[0] < 1.0, jnp.nan, 0.5 * x @ x), 2)
     with pytest.raises(ValueError, match="not finite at the starting point"):
         estimate_curvature(t)
+
+
+def test_whitened_target_uses_its_parents_compiled_functions():
+    """jitted() of V(m + W z) is the chain rule on the parent's compiled V, grad V, hess V and HVP
+    (nothing compiled for the whitened target), equal to JAX's derivatives of V(m + W z)."""
+    import jax
+
+    from inertia.mcmc.warmup import whiten
+    from inertia.targets.base import _JIT_CACHE, jitted
+
+    rng = np.random.default_rng(0)
+    t = from_potential(lambda x: jnp.sum(jnp.cosh(x)) + 0.5 * x @ x + x[0] * x[1] ** 2, 4)
+    m, W = rng.normal(size=4), np.tril(rng.normal(size=(4, 4))) + 3 * np.eye(4)
+    wt = whiten(t, m, W)
+    z, v = jnp.asarray(rng.normal(size=4)), jnp.asarray(rng.normal(size=4))
+    val, g = jitted(wt, "value_and_grad")(z)
+    np.testing.assert_allclose(val, wt.potential(z), rtol=1e-13)
+    np.testing.assert_allclose(g, jax.grad(wt.potential)(z), rtol=1e-12, atol=1e-12)
+    H = np.asarray(jax.hessian(wt.potential)(z))
+    np.testing.assert_allclose(jitted(wt, "hessian")(z), H, rtol=1e-12, atol=1e-10)
+    np.testing.assert_allclose(jitted(wt, "hvp")(z, v), H @ np.asarray(v), rtol=1e-12, atol=1e-10)
+    assert wt.potential not in _JIT_CACHE and t.potential in _JIT_CACHE

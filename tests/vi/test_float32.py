@@ -50,13 +50,18 @@ def test_state_is_float32_inside_fit(monkeypatch):
     seen = []
     block_fn = fitmod._block_fn
 
-    def spy(kernel):
-        def step(state, key):
-            new, info = kernel.step(state, key)
-            seen.append({x.dtype.name for x in jax.tree_util.tree_leaves((state, new))})
-            return new, info
+    def spy(kernel_at):
+        def at(params):
+            kernel = kernel_at(params)
 
-        return block_fn(kernel._replace(step=step))
+            def step(state, key):
+                new, info = kernel.step(state, key)
+                seen.append({x.dtype.name for x in jax.tree_util.tree_leaves((state, new))})
+                return new, info
+
+            return kernel._replace(step=step)
+
+        return block_fn(at)
 
     monkeypatch.setattr(fitmod, "_block_fn", spy)
     res = fit(kappa_family(6, 10.0), "fd-prox", batch_size=4, num_steps=20, dtype="float32")
