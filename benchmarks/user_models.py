@@ -2,17 +2,23 @@
 
 Simplex (Dirichlet), LKJ Cholesky factor, Student-t with HalfCauchy / Gamma, a 40-group hierarchical
 logistic, ordered cut-points, Poisson, beta-binomial. Reference: NUTS, 1 000 + 2 000 draws. Reported
-per model: wall seconds of fit and sample (Python API, one process, compilation included), the
+per model: wall seconds of fit and sample (Python API, one process, compilation included, with
+an empty compilation cache unless INERTIA_JAX_CACHE is set), the
 sampler's verdict, and the largest |mean error| / reference sd over each site's coordinates for
 the sampler and for draws of the fitted Gaussian (VI), and the sampler's largest relative sd error.
 Run: python benchmarks/user_models.py [--json benchmarks/results/user_models.json] [names...]
 """
 import argparse
 import json
+import os
 import sys
+import tempfile
 import time
 import traceback
 import warnings
+
+# an empty compilation cache, so that every time below is a new model's first run
+os.environ.setdefault("INERTIA_JAX_CACHE", tempfile.mkdtemp(prefix="inertia-user-models-"))
 
 import jax
 import jax.numpy as jnp
@@ -102,7 +108,7 @@ def errors(ref, draws):
     return out
 
 
-def run(name):
+def run(name, vi_method=None, with_sample=True):
     model, args, kw = MODELS[name]
     mc = MCMC(NUTS(model), num_warmup=1000, num_samples=2000, progress_bar=False)
     mc.run(jax.random.PRNGKey(0), *args, **kw)
@@ -112,11 +118,15 @@ def run(name):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
-        r = fit(t, seed=0)
+        r = fit(t, vi_method, seed=0)
         row["fit_s"] = time.perf_counter() - t0
     row["fit_stopped"] = (r.stopped or {}).get("reason")
+    row["fit_method"] = r.method
+    row["fit_objective"] = r.final_objective
     q = r.constrain(np.random.default_rng(0).multivariate_normal(r.mean, r.cov, size=4000))
     row["vi"] = errors(ref, q)
+    if not with_sample:
+        return row
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         t0 = time.perf_counter()
@@ -133,11 +143,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", default=list(MODELS))
     ap.add_argument("--json", default=None)
+    ap.add_argument("--vi-method", default=None, help="fit's method (default: automatic)")
+    ap.add_argument("--no-sample", action="store_true", help="VI only")
     a = ap.parse_args(argv)
     rows = []
     for name in a.names:
         try:
-            row = run(name)
+            row = run(name, a.vi_method, not a.no_sample)
         except Exception as err:  # a crash is a finding: record it and go on
             traceback.print_exc(limit=3)
             row = {"model": name, "error": f"{type(err).__name__}: {err}"}
@@ -146,6 +158,11 @@ def main(argv=None):
             print(f"{name:14s} FAILED {row['error'][:200]}", flush=True)
             continue
         vi = max(v[0] for v in row["vi"].values())
+        if "sample" not in row:
+            print(f"{name:14s} d={row['dim']:3d} fit {row['fit_s']:5.1f}s {row['fit_method']} "
+                  f"F_hat {row['fit_objective']} VI mean err {vi:.3f} sd err "
+                  f"{max(v[1] for v in row['vi'].values()):.3f}", flush=True)
+            continue
         sm = max(v[0] for v in row["sample"].values())
         ss = max(v[1] for v in row["sample"].values())
         print(f"{name:14s} d={row['dim']:3d} fit {row['fit_s']:5.1f}s VI mean err {vi:.3f} | "

@@ -144,7 +144,9 @@ def _cached_runner(method, grad_fn, num_draws, thinning):
 
 @functools.lru_cache(maxsize=32)
 def _init_fn(method, grad_fn):
-    return jax.jit(jax.vmap(lambda q, k: method.init(q, k, grad_fn)))
+    # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
+    # less (one initialisation per run; the chains' steps stay vmapped)
+    return jax.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
 
 
 def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:

@@ -44,7 +44,9 @@ class Target:
 
     Functions act on a single flat vector; methods vmap them. `expectations(m, S)` gives exact
     Gaussian expectations where the target allows them (None otherwise). `hess_matmul(x, M)`
-    returns hess V(x) @ M (d HVPs by default; closed forms may override).
+    returns hess V(x) @ M (d HVPs by default; closed forms may override). `affine = (parent,
+    shift, F)` marks V(z) = parent.V(shift + F z) (whitened targets), whose host-side compiled
+    functions (`jitted`, the objective monitor) are the parent's.
     """
 
     dim: int
