@@ -366,7 +366,8 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     warn_small_batch(method, target.dim, batch_size)
     runner = _Runner(target, method, accelerated, batch_size, step_size, s, opts, options,
                      len(seeds), dtype=dtype)
-    every = int(checkpoint_every or (min(runner.auto_every(opts.window), max(1, num_steps // 100))
+    every = int(checkpoint_every or (min(runner.auto_every(opts.window, monitor_draws),
+                                         max(1, num_steps // 100))
                                      if opts.tol is not None else max(1, num_steps // 100 or 1)))
     m0, A0 = _initial(target, init, runner.kernel.coords)
     if hessian_check is None:  # built-in targets with exact expectations are smooth by design
@@ -512,9 +513,15 @@ class _Runner:
         self._build()
         return True
 
-    def auto_every(self, window):
+    def auto_every(self, window, monitor_draws=None):
         """Checkpoint spacing for the stopping rule: a window spans ~4 s updates (s: the
-        acceleration parameter; 1 / (eta alpha) for plain methods), the scale of one contraction."""
+        acceleration parameter; 1 / (eta alpha) for plain methods; 1 / eta for natural-gradient
+        ones), the scale of one contraction; natural-gradient runs check at most every
+        monitor_draws / b updates (the monitor's potential calls at most the updates' gradients)."""
+        if self.m_spec.natural:
+            s = 1.0 / self.rule.eta
+            floor = math.ceil(monitor_draws / self.batch_size) if monitor_draws else 1
+            return int(min(max(floor, round(4.0 * s / window)), 1000))
         s = self.rule.s if (self.accelerated and self.rule.s) else 1.0 / (
             self.rule.eta * self.target.alpha)
         return int(min(max(1, round(4.0 * s / window)), 1000))

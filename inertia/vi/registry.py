@@ -28,6 +28,9 @@ class Method(NamedTuple):
     baseline: bool = False
     description: str = ""
     feasible: Optional[str] = None  # "norm" | "chol" (K_L) | "sym" (K_C) | "sym-floor" | None
+    # natural-gradient step (affine invariant): it contracts by ~(1 - eta) per update whatever the
+    # conditioning, so its time scale is 1 / eta updates, not 1 / (eta alpha)
+    natural: bool = False
 
 
 def momentum(s):
@@ -184,13 +187,16 @@ METHODS = {m.name: m for m in [
            description="eta = 1/beta [U]"),
     Method("ngvi", "price", "NGVI / VON, positive-definite update (Lin, Schmidt & Khan 2020)",
            False, _ngvi_rule, _build_ngvi("price", False), baseline=True,
-           description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]"),
+           description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]",
+           natural=True),
     Method("ngvi-reparam", "reparam", "NGVI / VON, positive-definite update, Stein Hessian",
            False, _ngvi_rule, _build_ngvi("reparam", False), baseline=True,
-           description="rho = 1/2 [ours]; Stein Hessian from gradients; score control [ours]"),
+           description="rho = 1/2 [ours]; Stein Hessian from gradients; score control [ours]",
+           natural=True),
     Method("sqrt-ngvi", "price", "square-root NGVI on chol(precision) (Tan 2025)", False,
            _ngvi_rule, _build_ngvi("price", True), baseline=True,
-           description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]"),
+           description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]",
+           natural=True),
     Method("bam", "reparam", "batch-and-match (Cai et al. 2024, Alg. 1)", False, _bam_rule,
            _build_bam, baseline=True, description="lambda_k = b d/(k + 1) (paper, Sec. 5)"),
 ]}
