@@ -58,9 +58,17 @@ def _on_draws(target):
         return lambda m, S, xi: fn(shift + F @ np.asarray(m), F @ np.asarray(S), xi)
     fn = _ON_DRAWS.get(target.potential)
     if fn is None:
-        fn = jax.jit(lambda m, S, xi: jax.vmap(target.potential)(m + xi @ S.T))
+        fn = jax.jit(jax.vmap(target.potential))
         _ON_DRAWS[target.potential] = fn
-    return fn
+    # two programs: fused into V's, XLA CPU evaluated the draws' affine map 2.4x slower (a NumPyro
+    # hierarchical logistic, d = 103: 14.5 ms a chunk against 0.13 + 6 ms)
+    return lambda m, S, xi: fn(_points(m, S, xi))
+
+
+@jax.jit
+def _points(m, S, xi):
+    """m + S xi_j for a chunk of draws xi (c, d)."""
+    return m + xi @ S.T
 
 
 @functools.partial(jax.jit, static_argnums=1)
