@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .base import Target, TargetError, cast_floats, from_logdensity, jitted
 
@@ -32,7 +33,6 @@ def _traced_init(model, model_args, model_kwargs, seed):
     NumPyro's public `potential_energy` and `constrain_fn`, as `initialize_model` builds them."""
     from functools import partial
 
-    import numpy as np
     from numpyro import handlers
     from numpyro.distributions.transforms import biject_to
     from numpyro.infer.util import constrain_fn, potential_energy
@@ -49,9 +49,10 @@ def _traced_init(model, model_args, model_kwargs, seed):
 
 
 def _initialise(model, model_args, model_kwargs, seed):
-    """(z0 or None, potential_fn, postprocess_fn): the abstract trace (z0 None: the start is drawn
-    later with the target's own compiled gradient), or NumPyro's `initialize_model` (its own
-    messages) for models that cannot be traced so, e.g. discrete or enumerated sites."""
+    """(prototype {site: array}, start or None, potential_fn, postprocess_fn): the abstract trace
+    (start None: drawn later with the target's own compiled gradient, `_valid_start`), or NumPyro's
+    `initialize_model` (its own messages; its initial point is the start) for models that cannot
+    be traced so, e.g. discrete or enumerated sites."""
     try:
         z, potential_fn, postprocess_fn = _traced_init(model, tuple(model_args), model_kwargs,
                                                        seed)
@@ -69,8 +70,6 @@ def _initialise(model, model_args, model_kwargs, seed):
 def _valid_start(target, seed):
     """A flat start with finite V and grad V: uniform(-2, 2) draws (NumPyro's init_to_uniform
     rule), up to 100 tries, evaluated with the target's compiled gradient (the MAP search's)."""
-    import numpy as np
-
     vg = jitted(target, "value_and_grad")
     rng = np.random.default_rng(seed)
     for _ in range(INIT_TRIES):

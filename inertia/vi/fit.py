@@ -214,7 +214,7 @@ def to_coords(F, coords):
     """A factor F (F F^T = Sigma) in the kernel's coordinates: Cholesky, symmetric root, or as is
     for "cov" kernels (whose init squares it); kept bitwise when F is already of that form."""
     F = jnp.asarray(F)
-    host = np.asarray(F)  # the tests run on the host: no compilation for them
+    host = np.asarray(F)  # the form checks in numpy: no compilation for them
     if coords == "chol":
         return F if np.array_equal(host, np.tril(host)) else jnp.linalg.cholesky(F @ F.T)
     if coords == "sym" and not np.array_equal(host, host.T):
@@ -463,8 +463,7 @@ class _Runner:
             step_size=step, s=s, **opts)
         self.kernel = self._wrap(kernel)
         self.params = jnp.asarray([self.rule.eta, self.rule.s or 0.0], dtype=self.dtype)
-        structure = (target, self.target.alpha, self.target.beta, opts.get("set_bounds"),
-                     self.rule.s is None)
+        structure = (target, opts.get("set_bounds"), self.rule.s is None)  # new bounds: new target
         if self.traced and structure == getattr(self, "_structure", None):
             return  # only eta and s changed: the compiled blocks take them as arguments
         self._structure = structure
