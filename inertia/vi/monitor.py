@@ -33,6 +33,7 @@ class Estimate(NamedTuple):
 
 CHUNK = 128  # draws per compiled call: monitors of 128, 256 or 1024 draws share one executable
 POOL = 1024  # common normals drawn at once: the first n rows serve every monitor of a run
+POOL_BYTES = 64 * 2**20  # a larger set (large d) is drawn per monitor and not kept
 _POOL: dict = {}  # (seed, d) -> the last pool drawn (one kept)
 _ON_DRAWS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # potential -> jitted V(m + S xi)
 
@@ -43,9 +44,11 @@ def common_normals(seed: int, n: int, d: int) -> np.ndarray:
     pool = _POOL.get((seed, d))
     if pool is None or pool.shape[0] < n:
         _POOL.clear()
-        pool = np.asarray(jax.random.normal(jax.random.PRNGKey(seed + 7919), (max(n, POOL), d),
+        rows = max(n, POOL) if max(n, POOL) * d * 8 <= POOL_BYTES else n
+        pool = np.asarray(jax.random.normal(jax.random.PRNGKey(seed + 7919), (rows, d),
                                             dtype=jnp.float64))
-        _POOL[(seed, d)] = pool
+        if pool.nbytes <= POOL_BYTES:
+            _POOL[(seed, d)] = pool
     return pool[:n]
 
 

@@ -86,3 +86,18 @@ def test_whitened_monitor_uses_the_parents_compiled_potential():
     got = ObjectiveMonitor(wt, "sym", num_draws=256, seed=0)(m[None], C[None]).draws
     direct = ObjectiveMonitor(wt.replace(affine=None), "sym", num_draws=256, seed=0)
     np.testing.assert_allclose(got, direct(m[None], C[None]).draws, rtol=1e-12, atol=1e-10)
+
+
+def test_large_pools_are_drawn_per_monitor_and_not_kept(monkeypatch):
+    """Above POOL_BYTES (large d) the common normals are drawn at the size asked and not kept, so a
+    finished fit holds no d x 1024 array; the draws are the same."""
+    from inertia.vi import monitor
+
+    monkeypatch.setattr(monitor, "POOL_BYTES", 100 * 5 * 8)
+    monitor._POOL.clear()
+    xi = monitor.common_normals(3, 200, 5)  # 8,000 bytes > 4,000
+    assert xi.shape == (200, 5) and not monitor._POOL
+    np.testing.assert_array_equal(xi, np.asarray(jax.random.normal(jax.random.PRNGKey(3 + 7919),
+                                                                   (200, 5))))
+    monitor.common_normals(3, 64, 5)  # 2,560 bytes: kept
+    assert monitor._POOL[(3, 5)].shape == (64, 5)
