@@ -277,22 +277,24 @@ def _affine_jitted(affine, what: str):
     shift, F = np.asarray(shift, dtype=np.float64), np.asarray(F, dtype=np.float64)
     fn = jitted(parent, what)
 
+    def host(a):
+        return np.asarray(a, dtype=np.float64)
+
+    def dev(a):
+        return jnp.asarray(a, dtype=parent.dtype)
+
     def x(z):
-        return jnp.asarray(shift + F @ np.asarray(z, dtype=np.float64), dtype=parent.dtype)
+        return dev(shift + F @ host(z))
 
     if what == "value_and_grad":
         def value_and_grad(z):
             v, g = fn(x(z))
-            return v, jnp.asarray(F.T @ np.asarray(g, dtype=np.float64), dtype=parent.dtype)
+            return v, dev(F.T @ host(g))
         return value_and_grad
     if what == "hessian":
-        return lambda z: jnp.asarray(F.T @ np.asarray(fn(x(z)), dtype=np.float64) @ F,
-                                     dtype=parent.dtype)
+        return lambda z: dev(F.T @ host(fn(x(z))) @ F)
     if what == "hvp":
-        return lambda z, v: jnp.asarray(
-            F.T @ np.asarray(fn(x(z), jnp.asarray(F @ np.asarray(v, dtype=np.float64),
-                                                  dtype=parent.dtype)), dtype=np.float64),
-            dtype=parent.dtype)
+        return lambda z, v: dev(F.T @ host(fn(x(z), dev(F @ host(v)))))
     raise ValueError(f"unknown jitted function {what!r}")
 
 
