@@ -2,6 +2,7 @@
 terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled."""
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Callable, Optional
@@ -44,8 +45,10 @@ class Progress:
 
             if self.bar is not None:
                 self.bar.close()
+            sized = _has_width(self.file)  # a terminal of unknown width: a bar of 100 columns
             self.bar = tqdm(total=total, desc=f"{self.label} {name}", file=self.file,
-                            leave=False, dynamic_ncols=True, smoothing=0.1)
+                            leave=False, dynamic_ncols=sized, ncols=None if sized else 100,
+                            smoothing=0.1)
         else:
             self._line()
         return self
@@ -92,6 +95,13 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
+
+
+def _has_width(file) -> bool:
+    try:
+        return os.get_terminal_size(file.fileno()).columns > 0
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
 def _fmt(v) -> str:

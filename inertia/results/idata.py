@@ -55,7 +55,7 @@ def sites_of(draws, info: Optional[Mapping] = None, names=None) -> dict:
         else:  # not a C-ordered grid: each coordinate its own variable
             for ix, i in items:
                 out[str(names[i])] = draws[:, :, i]
-    return out
+    return {k.replace("/", "_"): v for k, v in out.items()}  # netCDF names cannot hold "/"
 
 
 def flat_rows(sites: Mapping[str, np.ndarray]):
