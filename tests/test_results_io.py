@@ -216,6 +216,7 @@ def test_one_api_shape(sampled, fitted):
     for res in (sampled, fitted):
         assert np.shape(res.mean) == (5,) and np.shape(res.cov) == (5, 5)
         assert isinstance(res.summary(), list) and isinstance(res.table(), str)
+        assert res.converged in (True, False)
         assert len(repr(res).splitlines()) == 1
     with pytest.warns(DeprecationWarning, match="attribute"):
         old = sampled.mean(0.5)  # the old method call, for one release

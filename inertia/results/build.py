@@ -69,9 +69,7 @@ def rows_of(sites: Mapping) -> list:
 
 def fit_verdict(res) -> dict:
     stopped = res.stopped or None
-    conv = getattr(res, "converged", None)
-    if conv is None and stopped is not None:
-        conv = stopped.get("converged")
+    conv = stopped.get("converged") if stopped is not None else None
     if res.diverged:
         conv = False
     return {"converged": None if conv is None else bool(conv), "stopped": stopped,

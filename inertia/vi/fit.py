@@ -79,6 +79,13 @@ class FitResult:
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
 
     @property
+    def converged(self) -> Optional[bool]:
+        """The stopping rule's verdict (False after a divergence; None when no rule ran)."""
+        from ..results.build import fit_verdict
+
+        return fit_verdict(self)["converged"]
+
+    @property
     def multi_seed(self) -> bool:
         return len(self.seeds) > 1
 
