@@ -31,9 +31,13 @@ def sites_of(draws, info: Optional[Mapping] = None, names=None) -> dict:
     draws = np.asarray(draws, dtype=np.float64)
     info = info or {}
     if info.get("constrain") is not None:
-        out = info["constrain"](draws)
-        return {k: np.asarray(out[k], dtype=np.float64) for k in sorted(out)
-                if np.shape(out[k])[:2] == draws.shape[:2]}
+        try:
+            out = info["constrain"](draws)
+        except Exception:  # as the printed table (mcmc.sample.summary_draws): unconstrained
+            out = None
+        if out is not None:
+            return {k: np.asarray(out[k], dtype=np.float64) for k in sorted(out)
+                    if np.shape(out[k])[:2] == draws.shape[:2]}
     d = draws.shape[2]
     names = list(names) if names is not None and len(names) == d else [f"x[{i}]" for i in range(d)]
     groups: dict = {}
