@@ -222,3 +222,28 @@ def test_one_api_shape(sampled, fitted):
         old = sampled.mean(0.5)  # the old method call, for one release
     np.testing.assert_allclose(old, sampled.moments(0.5)[0])
     np.testing.assert_allclose(sampled.mean, sampled.draws.mean(axis=(0, 1)))  # after warm-up
+
+
+def test_named_coordinates_become_variables_and_calibration_reloads(tmp_path):
+    from inertia.results.idata import sites_of
+    from inertia.sgmcmc import calibrate
+
+    x = np.random.default_rng(0).normal(size=(2, 50, 5))
+    sites = sites_of(x, None, ["intercept", "dose", "w[0]", "w[1]", "a/b"])
+    assert list(sites) == ["intercept", "dose", "w", "a_b"]  # "/" is not a netCDF name
+    np.testing.assert_array_equal(sites["w"], x[:, :, 2:4])
+    assert list(sites_of(x, None, None)) == ["x"] and sites_of(x)["x"].shape == (2, 50, 5)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = X @ np.array([0.5, -1.0]) + rng.normal(size=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = calibrate("linear", (X, y), batch_size=20, num_steps=400, seed=0, num_chains=2,
+                        names=["dose", "age"])
+    idata = cal.to_arviz()
+    assert list(idata.posterior.data_vars) == ["dose", "age"]
+    np.testing.assert_array_equal(idata.posterior["age"], cal.draws[..., 1])
+    back = inertia.load(cal.save(tmp_path / "cal.nc"))
+    assert back.kind == "calibration" and back.table() == cal.table()
+    assert back.summary() == cal.summary() and back.converged == cal.converged
+    np.testing.assert_array_equal(back.mean, cal.mean)

@@ -181,7 +181,7 @@ def calibration_to_arviz(res):
              "verdict": {"converged": bool(dg.converged) if dg is not None else None,
                          "warning": res.warning, "max_z": res.max_z,
                          "z_threshold": res.z_threshold},
-             "summary": rows, "table": dg.table() if dg is not None else "",
+             "summary": rows, "table": res.table() if dg is not None else "",
              "unconstrained": {"names": names or coordinate_names(res),
                                "mean": np.asarray(res.mean).tolist(),
                                "cov": np.asarray(res.cov).tolist()}}

@@ -124,9 +124,10 @@ class LoadedResult:
     def __repr__(self) -> str:
         post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
         shape = f"{post.sizes.get('chain', '?')} x {post.sizes.get('draw', '?')}"
-        method = self.settings.get("method", "")
+        method = self.settings.get("method") or ""
         conv = {True: "converged", False: "NOT CONVERGED", None: "no verdict"}[self.converged]
-        return (f"<LoadedResult {self.kind} {method}: {len(list(post.data_vars))} variables, "
+        return (f"<LoadedResult {' '.join(filter(None, [self.kind, method]))}: "
+                f"{len(list(post.data_vars))} variables, "
                 f"chain x draw {shape}, {conv}{'' if self.path is None else ', ' + str(self.path)}>")
 
 
