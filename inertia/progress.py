@@ -48,7 +48,8 @@ class Progress:
             sized = _has_width(self.file)  # a terminal of unknown width: a bar of 100 columns
             self.bar = tqdm(total=total, desc=f"{self.label} {name}", file=self.file,
                             leave=False, dynamic_ncols=sized, ncols=None if sized else 100,
-                            smoothing=0.1)
+                            smoothing=0.1, bar_format=None if total else "{desc}: {elapsed}")
+            self._tick()
         else:
             self._line()
         return self
@@ -91,7 +92,29 @@ class Progress:
         print("  ".join(parts), file=self.file, flush=True)
         self.lines += 1
 
+    def _tick(self):
+        """Redraw the bar every second from a daemon thread: a phase without updates (compiling,
+        warm-up) still shows its elapsed time."""
+        if getattr(self, "_ticker", None) is not None:
+            return
+        import threading
+
+        self._stop = threading.Event()
+
+        def loop():
+            while not self._stop.wait(1.0):
+                bar = self.bar
+                if bar is not None:
+                    bar.refresh()
+
+        self._ticker = threading.Thread(target=loop, name="inertia-progress", daemon=True)
+        self._ticker.start()
+
     def close(self):
+        if getattr(self, "_ticker", None) is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
         if self.bar is not None:
             self.bar.close()
             self.bar = None
