@@ -73,7 +73,8 @@ class SampleResult:
         """Mean of the kept draws in the unconstrained coordinates (`names`)."""
         from ..results.api import callable_array
 
-        return callable_array(self.moments()[0], lambda b=None: self.moments(b)[0], "mean")
+        return callable_array(self._kept(None).mean(axis=(0, 1)),
+                              lambda b=None: self._kept(b).mean(axis=(0, 1)), "mean")
 
     @property
     def cov(self) -> np.ndarray:

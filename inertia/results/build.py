@@ -116,7 +116,10 @@ def sample_summary(res) -> list:
     if dg is None:
         from ..diagnostics import diagnose
 
-        labels, x = _id.flat_rows(sample_sites(res)[0])
+        kept = sample_sites(res)[0]
+        labels, x = _id.flat_rows(kept)
+        if x.shape[1] < 4:  # too few draws for R-hat and ESS
+            return rows_of(kept)
         dg = diagnose(x, labels)
     return [{"name": str(n), "mean": float(dg.mean[i]), "sd": float(dg.sd[i]),
              "q5": float(dg.q05[i]), "q95": float(dg.q95[i]), "mcse": float(dg.mcse_mean[i]),
