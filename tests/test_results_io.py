@@ -247,3 +247,25 @@ def test_named_coordinates_become_variables_and_calibration_reloads(tmp_path):
     assert back.kind == "calibration" and back.table() == cal.table()
     assert back.summary() == cal.summary() and back.converged == cal.converged
     np.testing.assert_array_equal(back.mean, cal.mean)
+
+
+def test_sample_stats_pool_thinned_steps():
+    from inertia.results.idata import per_draw_stats
+
+    info = {"is_finite": np.array([[True, True, True, False, True, True]]),
+            "acceptance_rate": np.array([[0.2, 0.4, 0.6, 0.8, 1.0, 0.0]]),
+            "step_size": np.array([[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]])}
+    st = per_draw_stats(info, 1, 2, 3, {"step_size": 9.0})
+    np.testing.assert_array_equal(st["diverging"], [[False, True]])  # any non-finite step
+    np.testing.assert_allclose(st["acceptance_rate"], [[0.4, 0.6]])  # mean over the 3 steps
+    np.testing.assert_allclose(st["step_size"], [[0.3, 0.6]])  # the kernel's own, last step
+    assert per_draw_stats({}, 1, 2, 1, {"step_size": 9.0})["step_size"].tolist() == [[9.0, 9.0]]
+
+
+def test_compare_fit_and_sample(fitted, sampled):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = az.compare({"vi": fitted.to_arviz(num_draws=1000), "hfhr": sampled.to_arviz()})
+    assert set(table.index) == {"vi", "hfhr"} and np.all(np.isfinite(table["elpd_loo"]))
+    # the same model and data: the two estimates agree within their standard errors
+    assert abs(table["elpd_loo"].diff().iloc[-1]) < 3 * table["se"].max()
