@@ -135,6 +135,9 @@ def test_save_load_is_identical(which, request, tmp_path):
     assert back.kind == ("fit" if which == "fitted" else "sample")
     np.testing.assert_array_equal(back.mean, np.asarray(res.mean))
     assert back.names == list(res.names)
+    key = jax.random.PRNGKey(3)  # the same posterior draws and key: the same predictive draws
+    X = res.model_info["numpyro"]["args"][0]
+    np.testing.assert_array_equal(back.predictive(key, model, X)["y"], res.predictive(key, X)["y"])
     if which == "sampled":
         assert back.verdict["verdict"] == res.diagnostics.verdict()
         assert back.converged == res.converged

@@ -11,8 +11,6 @@ def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, *
     the model called with `model_args` / `model_kwargs` (default: the arguments it was fitted on)
     at each posterior draw (chains pooled; a fit's draws of q pushed through the constraints).
     Observed sites given as None in the arguments are drawn; pass new predictors for new data."""
-    from numpyro.infer import Predictive
-
     from .build import _info, fit_sites, sample_sites
 
     info = _info(res)
@@ -22,15 +20,26 @@ def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, *
     model, args, kwargs = spec
     if model_args or model_kwargs:
         args, kwargs = model_args, model_kwargs
-    kind = type(res).__name__
-    sites = fit_sites(res) if kind == "FitResult" else sample_sites(res)[0]
-    post = {k: np.asarray(v).reshape((-1,) + np.shape(v)[2:])
-            for k, v in _id.latent_only(sites, info).items()}
-    n = next(iter(post.values())).shape[0]
-    if num_samples is not None and num_samples < n:
+    sites = fit_sites(res) if type(res).__name__ == "FitResult" else sample_sites(res)[0]
+    return draw(model, _id.latent_only(sites, info), rng_key, args, kwargs, num_samples,
+                return_sites)
+
+
+def draw(model, sites, rng_key, args, kwargs, num_samples=None, return_sites=None) -> dict:
+    """Predictive draws at posterior `sites` {name: (chain, draw, ...)} (chains pooled); sites
+    that are not latent sample sites of the model (deterministic ones) are left out."""
+    from numpyro import handlers
+    from numpyro.infer import Predictive
+
+    post = {k: np.asarray(v).reshape((-1,) + np.shape(v)[2:]) for k, v in sites.items()}
+    tr = handlers.trace(handlers.seed(handlers.substitute(
+        model, data={k: v[0] for k, v in post.items()}), 0)).get_trace(*args, **kwargs)
+    latent = {k for k, s in tr.items() if s["type"] == "sample" and not s.get("is_observed")}
+    post = {k: v for k, v in post.items() if k in latent}
+    if num_samples is not None:
         post = {k: v[:num_samples] for k, v in post.items()}
     pred = Predictive(model, posterior_samples=post, return_sites=return_sites)
     return {k: np.asarray(v) for k, v in pred(rng_key, *args, **kwargs).items()}
 
 
-__all__ = ["predictive"]
+__all__ = ["predictive", "draw"]

@@ -121,6 +121,16 @@ class LoadedResult:
     def save(self, path) -> Path:
         return save(self, path)
 
+    def predictive(self, rng_key, model, *model_args, num_samples=None, return_sites=None,
+                   **model_kwargs) -> dict:
+        """Posterior predictive draws by site of a NumPyro `model` (the file keeps the draws, not
+        the model) called with `model_args` at each saved posterior draw (NumPyro's Predictive)."""
+        from .predictive import draw
+
+        post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
+        sites = {k: post[k].values for k in post.data_vars}
+        return draw(model, sites, rng_key, model_args, model_kwargs, num_samples, return_sites)
+
     def __repr__(self) -> str:
         post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
         shape = f"{post.sizes.get('chain', '?')} x {post.sizes.get('draw', '?')}"
