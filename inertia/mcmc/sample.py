@@ -124,11 +124,12 @@ class SampleResult:
 
         return sample_to_arviz(self, log_likelihood=log_likelihood)
 
-    def save(self, path):
-        """Write the InferenceData, settings and verdict as netCDF (`inertia.load` reads it)."""
+    def save(self, path, **kw):
+        """Write the InferenceData (`to_arviz(**kw)`), settings and verdict as netCDF
+        (`inertia.load` reads it)."""
         from ..results.store import save
 
-        return save(self, path)
+        return save(self, path, **kw)
 
     def predictive(self, rng_key, *model_args, **kwargs) -> dict:
         """Posterior predictive draws by site (NumPyro's Predictive; `inertia.results.predictive`)."""

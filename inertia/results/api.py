@@ -19,6 +19,13 @@ class _CallableArray(np.ndarray):
                       DeprecationWarning, stacklevel=2)
         return np.asarray(fn(*args, **kwargs))
 
+    def __array_wrap__(self, obj, context=None, return_scalar=False):
+        out = np.asarray(obj).view(np.ndarray)  # results of arithmetic are plain arrays
+        return out[()] if return_scalar else out
+
+    def __repr__(self) -> str:
+        return repr(self.view(np.ndarray))
+
 
 def callable_array(value, fn, name: str) -> np.ndarray:
     """`value` as an ndarray that can also be called like the old method `fn` (with a warning)."""
