@@ -69,15 +69,51 @@ class CalibrationResult:
             "diagnostics": _diagnostics_json(self.diagnostics),
         }
 
-    def summary(self, max_rows: Optional[int] = 40) -> str:
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean of the draws (chains pooled)."""
+        return self.draws.reshape(-1, self.draws.shape[-1]).mean(0)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Empirical covariance of the draws."""
+        return self.empirical_cov
+
+    @property
+    def names(self) -> Optional[list]:
+        return list(self.diagnostics.names) if self.diagnostics is not None else None
+
+    @property
+    def converged(self) -> Optional[bool]:
+        """The mixing verdict (R-hat, ESS); None with too few draws to judge."""
+        return None if self.diagnostics is None else bool(self.diagnostics.converged)
+
+    def summary(self) -> list:
+        """Rows {name, mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail} of the draws."""
+        from ..results.build import calibration_summary
+
+        return calibration_summary(self)
+
+    def table(self, max_rows: Optional[int] = 40) -> str:
         """Named table of the draws (mean, sd, quantiles, MCSE, R-hat, ESS) and the mixing verdict."""
         return self.diagnostics.table(max_rows) + "\n" + self.diagnostics.verdict()
 
     def to_arviz(self):
-        """Draws (chain, draw, dim) as an ArviZ object."""
-        from ..arviz_io import to_arviz_draws
+        """InferenceData of the draws by parameter name, the checks in the attributes."""
+        from ..results.build import calibration_to_arviz
 
-        return to_arviz_draws(self.draws)
+        return calibration_to_arviz(self)
+
+    def save(self, path):
+        """Write the InferenceData and the checks as netCDF (`inertia.load` reads it)."""
+        from ..results.store import save
+
+        return save(self, path)
+
+    def __repr__(self) -> str:
+        from ..results.api import calibration_repr
+
+        return calibration_repr(self)
 
 
 def _diagnostics_json(dg) -> Optional[dict]:

@@ -163,7 +163,7 @@ def test_numpyro_model_table_uses_constrained_sites():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = sample(t, seed=0, num_steps=2000)
     dg = res.diagnostics
-    assert res.names == ["mu", "sigma"]  # target.info["names"] (unconstrained coordinates)
+    assert res.names == ["mu", "log(sigma)"]  # target.info["names"] (unconstrained coordinates)
     assert dg.names == ["mu", "sigma"]
     # posterior of (mu, sigma) is near (mean y, sd y) with sds ~ sd(y)/sqrt(n), sd(y)/sqrt(2n)
     s = np.std(y)
