@@ -185,6 +185,8 @@ def test_badly_conditioned_laplace_frame_sends_the_warmup_to_vi(monkeypatch):
     monkeypatch.setattr(warmup, "SWITCH_KAPPA", 1.0)
     vi = warmup.fit_gaussian(t, "auto", seed=0)
     assert vi.kind == "vi" and vi.grad_evals > lap.grad_evals
-    # the Laplace sd is 1 (hess = I at 0); the quartic term makes the KL-optimal sd smaller
+    # the Laplace sd is 1 (hess = I at 0); the KL optimum over N(0, s^2) per coordinate minimises
+    # s^2/2 + 3 s^4/4 - log s: 3 s^4 + s^2 = 1, s = sqrt((sqrt(13) - 1) / 6) = 0.659. The 300-step
+    # stochastic fit lands 0.9 % +- 0.5 % above it (seeds 0-11, largest 2.2 %): band 5 %
     sd = np.sqrt(np.diag(vi.factor @ vi.factor.T))
-    assert np.all(sd < 0.95) and np.all(sd > 0.5)
+    np.testing.assert_allclose(sd, np.sqrt((np.sqrt(13.0) - 1.0) / 6.0), rtol=0.05)
