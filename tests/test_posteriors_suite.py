@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("numpyro")
 
 import inertia  # noqa: E402,F401
+from inertia.targets.base import jitted  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks" / "posteriors"))
@@ -24,6 +25,7 @@ def posteriors():
     return {n: load(n) for n in NAMES}
 
 
+@pytest.mark.slow
 def test_potentials_finite_and_names_consistent(posteriors):
     """V and grad V are finite at a start; the description states the dimension; every named
     quantity has a stored reference."""
@@ -31,8 +33,8 @@ def test_potentials_finite_and_names_consistent(posteriors):
     assert len([p for p in posteriors.values() if p.group != "near-Gaussian"]) >= 10
     for name, p in posteriors.items():
         x = np.asarray(p.target.info.get("init", np.zeros(p.dim)))
-        assert np.isfinite(float(p.target.potential(x))), name
-        assert np.all(np.isfinite(np.asarray(p.target.grad(x)))), name
+        v, g = jitted(p.target, "value_and_grad")(x)  # compiled once, by from_numpyro's start
+        assert np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))), name
         assert f"d = {p.dim}" in p.description, name
         named = p.named(np.stack([x, x]))
         assert all(v.shape == (2,) for v in named.values()), name
