@@ -174,7 +174,9 @@ mixture (closed forms, checked in the tests against 10^6 exact draws) and for th
 posteriors (scaled-linear, gp-gaussian: linear algebra); otherwise one NumPyro NUTS run with a
 dense mass matrix and target_accept_prob 0.95, 4 chains x (2 000 warm-up + 20 000 draws), R-hat
 <= 1.01; the centred eight schools shares the non-centred model's reference (the same posterior).
-The reference's own MCSE enters every z-score; its smallest bulk ESS is listed below.
+The reference's own MCSE enters every z-score; its smallest bulk ESS, R-hat and divergent
+transitions are listed below (where a reference run had divergent transitions, a small fraction
+of its 80 000 draws, it is less certain than its MCSE says).
 
 Regenerate (about {minutes} minutes on one core):
 
