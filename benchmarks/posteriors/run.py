@@ -14,6 +14,7 @@ Run: `OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/run.py [--quick] [name
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import subprocess
 import sys
@@ -199,7 +200,9 @@ def report(data, doc):
                  f"sampler: {meta.get('inertia_default', '?')}), jax {meta.get('jax')}, "
                  f"numpyro {meta.get('numpyro')}, blackjax {meta.get('blackjax')}, "
                  f"{meta.get('date')}"
-                 + (", --quick settings" if meta.get("quick") else "") + ".\n")
+                 + (", --quick settings" if meta.get("quick") else "")
+                 + (f", in {meta['sessions']} processes (--resume)" if meta.get("sessions", 1) > 1
+                    else ", in one process") + ".\n")
     dense = {r["posterior"]: r for r in rows if r["method"] == "nuts-dense" and "error" not in r}
     for group in (HARD, NEAR):
         lines += [f"## {group}\n",
@@ -295,6 +298,7 @@ def main(argv=None):
         old = json.loads(out.read_text())
         data["rows"], data["references"] = old["rows"], old["references"]
         data["meta"].update({k: v for k, v in old["meta"].items() if k == "inertia_default"})
+        data["meta"]["sessions"] = old["meta"].get("sessions", 1) + 1
     done = {(r["posterior"], r["method"]) for r in data["rows"]}
     for name in a.names:
         post = load(name)
@@ -331,6 +335,9 @@ def main(argv=None):
                      f" {row['wall_s']:.1f}s" + (" BIASED" if row["converged_but_biased"] else ""))
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(data, indent=1, default=float))
+        del post
+        jax.clear_caches()  # each posterior compiles its own functions: free the last one's
+        gc.collect()
     report(data, a.doc)
     return 0
 
