@@ -156,8 +156,8 @@ command says otherwise):
 
 Columns: the sampler's verdict (inertia: `res.converged`; the peers: {peer_rule});
 the largest standardised error of a mean, |mean - ref| / ref sd, and of an sd,
-|sd - ref sd| / ref sd, over the named quantities (NumPyro models: constrained sites and deterministic sites), each with the
-quantity and its z-score; the smallest bulk ESS (ArviZ); gradient evaluations per effective
+|sd - ref sd| / ref sd, over the named quantities (NumPyro models: constrained sites and
+deterministic sites), each with the quantity and its z-score; the smallest bulk ESS (ArviZ); gradient evaluations per effective
 sample with warm-up and tuning counted, and that ratio over dense-mass NUTS's; wall time
 (compilation included).
 
