@@ -154,10 +154,10 @@ command says otherwise):
   num_steps = {mclmc_n}) per chain, then MCLMC, extended while the bulk ESS is below 400 or an
   R-hat above 1.01 (at most {mclmc_cap} steps a chain). Gradients: 2 a step, tuning included.
 
-Columns: the sampler's verdict (inertia: `res.converged`; the peers: {peer_rule});
-the largest standardised error of a mean, |mean - ref| / ref sd, and of an sd,
-|sd - ref sd| / ref sd, over the named quantities (NumPyro models: constrained sites and
-deterministic sites), each with the quantity and its z-score; the smallest bulk ESS (ArviZ); gradient evaluations per effective
+Columns: the sampler's verdict (inertia: `res.converged`; the peers: {peer_rule}); the
+largest standardised error of a mean, |mean - ref| / ref sd, and of an sd, |sd - ref sd| / ref
+sd, over the named quantities (NumPyro models: constrained and deterministic sites), each with
+the quantity and its z-score; the smallest bulk ESS (ArviZ); gradient evaluations per effective
 sample with warm-up and tuning counted, and that ratio over dense-mass NUTS's; wall time
 (compilation included).
 
