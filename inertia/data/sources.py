@@ -19,6 +19,14 @@ import numpy as np
 Block = Tuple[int, np.ndarray, np.ndarray]
 
 
+def _take_rows(A: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """A[idx] for a 2-D array, one record copy per row when A is C-contiguous (memory maps too)."""
+    if A.flags.c_contiguous and A.shape[1]:
+        rec = np.dtype((np.void, A.shape[1] * A.dtype.itemsize))
+        return np.take(A.reshape(-1).view(rec), idx).view(A.dtype).reshape(idx.size, A.shape[1])
+    return A[idx]
+
+
 class ArraySource:
     """Rows of in-memory arrays X (N, p) and y (N,) (no copy when they are float64)."""
 
@@ -54,7 +62,8 @@ class ArraySource:
     def take(self, idx) -> Tuple[np.ndarray, np.ndarray]:
         """(X[idx], y[idx]) as float64 arrays; idx may have any shape (rows on the last axes)."""
         idx = np.asarray(idx)
-        return (np.asarray(self.X[idx.ravel()], np.float64).reshape(idx.shape + (self.num_cols,)),
+        X = np.asarray(_take_rows(self.X, idx.ravel()), np.float64)
+        return (X.reshape(idx.shape + (self.num_cols,)),
                 np.asarray(self.y[idx.ravel()], np.float64).reshape(idx.shape))
 
 
@@ -104,11 +113,7 @@ class NpySource(ArraySource):
 
     def take(self, idx) -> Tuple[np.ndarray, np.ndarray]:
         idx = np.asarray(idx)
-        flat = idx.ravel()
-        order = np.argsort(flat, kind="stable")  # sorted reads touch each page once, in order
-        rows = np.empty((flat.size, self.A.shape[1]), self.A.dtype)
-        rows[order] = self.A[flat[order]]
-        X, y = self._split(rows)
+        X, y = self._split(_take_rows(self.A, idx.ravel()))
         return X.reshape(idx.shape + (self.num_cols,)), y.reshape(idx.shape)
 
 
