@@ -236,6 +236,8 @@ def fit_map_large(model: LargeGLM, passes, theta0=None, *, tol: float = 1e-10,
                 shift = max(2 * shift, 1e-8 * scale)
         step = -np.linalg.solve(c.T, np.linalg.solve(c, g))
         t, slope = 1.0, float(g @ step)
+        if -slope <= 64 * np.finfo(float).eps * max(1.0, abs(f)):
+            t = 0.0  # the predicted decrease is below L's rounding: judge by the gradient
         while t > 1e-12:
             cand = theta + t * step
             sc = passes(cand, P.NEWTON)
