@@ -4,13 +4,15 @@ A source is N rows of predictors X (N, p) and a response y (N,), read in row blo
 (`blocks(chunk)`) and by index (`take(idx)`), never all at once unless it already is in memory.
 A .npy file is memory-mapped (one 2-D array; `response` names the column holding y). Parquet and
 CSV are read in row groups with pyarrow and written once, block by block, to a memory-mapped
-.npy scratch file in `cache_dir` (default: the system temporary folder), so random minibatch rows
-can be read without loading the file (cost: one streaming pass and N x (p + 1) numbers of disk).
+.npy scratch file in `cache_dir` (default: the system temporary folder; deleted with the source),
+so random minibatch rows can be read without loading the file (cost: one streaming pass and
+N x (p + 1) numbers of disk).
 """
 from __future__ import annotations
 
 import os
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, Tuple, Union
 
@@ -180,7 +182,21 @@ def _spill_known(batches, names, num_rows, path, response, cache_dir, dtype) -> 
         row += block.shape[0]
     arr.flush()
     del arr
-    return NpySource(out, -1, names=preds + [response])
+    return _scratch_source(out, preds + [response])
+
+
+def _scratch_source(path: Path, names) -> NpySource:
+    """A NpySource over a scratch file that is deleted with the source."""
+    src = NpySource(path, -1, names=names)
+    weakref.finalize(src, _unlink, str(path))
+    return src
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _spill_stream(batches, path, response, cache_dir, dtype) -> NpySource:
@@ -209,7 +225,7 @@ def _spill_stream(batches, path, response, cache_dir, dtype) -> NpySource:
     arr.flush()
     del arr
     raw.unlink()
-    return NpySource(out, -1, names=preds + [response])
+    return _scratch_source(out, preds + [response])
 
 
 def parquet_source(path, response: str, *, cache_dir=None, dtype=np.float64,

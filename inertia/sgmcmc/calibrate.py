@@ -232,7 +232,7 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
               num_chains: int = 4, burn_in: Optional[int] = None, thin: Optional[int] = None,
               init: str = "stationary", level: float = 0.01, names=None,
               target_ess: Optional[float] = None, max_steps: Optional[int] = None,
-              large: Optional[bool] = None, devices=None, quad_rows: Optional[int] = 100_000,
+              large: Optional[bool] = None, devices=None, quad_rows="auto",
               chunk: int = 1 << 15, **model_kw) -> CalibrationResult:
     """Algorithm 1: estimate theta_hat, J, I, Sigma* = S / N (on a subsample of M), tune Lambda,
     run `num_chains` SG(L)D chains and compare draws with predictions.
@@ -249,8 +249,8 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     source (`inertia.data.sources`), or (X, y) of more than LARGE_ROWS rows (or large=True) use
     chunked passes (`large`: never an N x D x D array) and minibatch rows gathered per block of
     steps; `devices` ("all" or a list) shards the rows over devices (`jax.sharding`, also across
-    `jax.distributed` hosts). The quadratic term of eq. 16 then uses `quad_rows` random rows
-    (None: all). A `CalibrationWarning` is issued when some covariance entry differs
+    `jax.distributed` hosts). The quadratic term of eq. 16 (cost O(rows D^4)) then uses
+    `quad_rows` random rows ("auto": rows x (D(D+1)/2)^2 <= 3e8, at least 20 000; None: all). A `CalibrationWarning` is issued when some covariance entry differs
     from the prediction by more than the Bonferroni z bound at `level` (Gaussian MC errors with
     the predicted autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc`
     uses (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.

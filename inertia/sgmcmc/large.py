@@ -25,6 +25,9 @@ from .offline import MAP, Curvature
 CHECK_ROWS = 20_000
 # largest N for which a failed subsample separation check falls back to the exact LP on all rows
 FULL_CHECK_ROWS = 200_000
+# the quadratic term's default rows: rows x (D(D+1)/2)^2 <= QUAD_BUDGET, at least QUAD_MIN
+QUAD_BUDGET = 300_000_000
+QUAD_MIN = 20_000
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -263,25 +266,38 @@ def fit_map_large(model: LargeGLM, passes, theta0=None, *, tol: float = 1e-10,
     return MAP(theta, gnorm, it, f)
 
 
+def default_quad_rows(dim: int) -> int:
+    """Rows for the quadratic term: rows x p^2 <= QUAD_BUDGET (p = D(D+1)/2), at least QUAD_MIN."""
+    p = dim * (dim + 1) // 2
+    return int(max(QUAD_MIN, QUAD_BUDGET // (p * p)))
+
+
 def curvature_large(model: LargeGLM, passes, theta_hat, *, num_obs: Optional[int] = None,
-                    quad_rows: Optional[int] = 100_000, seed: int = 0,
-                    quad_passes=None) -> Curvature:
+                    quad_rows="auto", seed: int = 0, quad_passes=None) -> Curvature:
     """J, I, the quadratic-term matrix and (linear models) Gram and residual variance at
-    theta_hat from chunked passes; the quadratic term from a random `quad_rows` rows when the
-    data have more (its cost is O(rows D^4)), else from all rows."""
+    theta_hat from chunked passes. The quadratic term costs O(rows D^4): it is computed from
+    `quad_rows` random rows when the data have more ("auto": `default_quad_rows`; None: all)."""
     theta = np.asarray(theta_hat, dtype=np.float64)
     n = passes.num_obs
     N = n if num_obs is None else int(num_obs)
+    if quad_rows == "auto":
+        quad_rows = default_quad_rows(model.dim)
     full_quad = quad_rows is None or n <= quad_rows
-    what = P.CURVATURE + (("quad",) if full_quad else ())
-    st = passes(theta, what)
-    if full_quad:
+    sharded_quad = full_quad and not isinstance(passes, P.HostPasses)
+    st = passes(theta, P.CURVATURE + (("quad",) if sharded_quad else ()))
+    if sharded_quad:
         K = st["quad"] / n
     else:
-        rows = np.sort(np.random.default_rng(seed + 1).choice(n, size=int(quad_rows),
-                                                              replace=False))
-        qp = quad_passes if quad_passes is not None else passes
-        K = qp(theta, ("quad",), rows=rows)["quad"] / rows.size
+        # blocks of about 4 MiB of pair products (chunk x D(D+1)/2 numbers)
+        p = model.dim * (model.dim + 1) // 2
+        qp = P.HostPasses(quad_passes.source if quad_passes is not None else passes.source,
+                          kind=model.link.kind, params=model.link.params,
+                          intercept=model.intercept,
+                          chunk=int(max(64, min(passes.chunk if isinstance(passes, P.HostPasses)
+                                                else 1 << 15, (1 << 19) // p))))
+        rows = (None if full_quad else np.sort(np.random.default_rng(seed + 1).choice(
+            n, size=int(quad_rows), replace=False)))
+        K = qp(theta, ("quad",), rows=rows)["quad"] / (n if rows is None else rows.size)
     J = st["hess"] / n
     I = st["fisher"] / n
     kw = {}
@@ -295,7 +311,7 @@ def curvature_large(model: LargeGLM, passes, theta_hat, *, num_obs: Optional[int
 
 
 def offline_large(model: LargeGLM, *, subsample: Optional[int] = None, seed: int = 0,
-                  theta0=None, tol: float = 1e-10, quad_rows: Optional[int] = 100_000,
+                  theta0=None, tol: float = 1e-10, quad_rows="auto",
                   passes=None, chunk: int = 1 << 15) -> Curvature:
     """`offline.offline` by chunked passes: MAP, J, I and the quadratic term on all rows or a
     random subsample of M rows (read by index; objective M^-1 sum l_m + N^-1 R)."""
@@ -323,4 +339,5 @@ def offline_large(model: LargeGLM, *, subsample: Optional[int] = None, seed: int
 
 
 __all__ = ["LargeGLM", "large_model", "offline_large", "fit_map_large", "curvature_large",
-           "check_estimate_exists_large", "CHECK_ROWS", "FULL_CHECK_ROWS"]
+           "check_estimate_exists_large", "default_quad_rows", "CHECK_ROWS", "FULL_CHECK_ROWS",
+           "QUAD_BUDGET", "QUAD_MIN"]

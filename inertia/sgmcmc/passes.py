@@ -126,7 +126,9 @@ class ShardedPasses:
         nloc = mesh.local_mesh.devices.size if local else ndev
         n = int(np.shape(X)[0])
         per = -(-n // nloc)
-        self.chunk = int(min(chunk, per))
+        d = int(np.shape(X)[1]) + int(intercept)
+        # blocks of about 4 MiB of pair products (the quadratic term's chunk x D(D+1)/2)
+        self.chunk = int(max(1, min(chunk, per, max(64, (1 << 19) // (d * (d + 1) // 2)))))
         per = -(-per // self.chunk) * self.chunk
         total_local = per * nloc
         Xp = _pad(np.asarray(X, np.float64), total_local)
