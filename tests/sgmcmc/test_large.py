@@ -180,3 +180,25 @@ def test_sharded_path_equals_one_device_on_four_host_devices():
         assert _rel(four[k], np.array(one[k])) < 1e-12, k
     d1, d4 = np.array(one["draws"]), np.array(four["draws"])
     assert np.max(np.abs(d4 - d1)) < 1e-10 * np.max(np.abs(d1))
+
+
+def test_cli_data_file_without_steps(tmp_path):
+    import argparse
+
+    from inertia.sgmcmc import cli
+
+    X, y = _glm_data("logistic", n=1200, d=2)
+    np.save(tmp_path / "d.npy", np.column_stack([X, y]))
+    p = argparse.ArgumentParser(prog="inertia")
+    cli.add_parser(p.add_subparsers(dest="command"))
+    out = tmp_path / "r.json"
+    args = p.parse_args(["calibrate", "--data", str(tmp_path / "d.npy"), "--model", "logistic",
+                         "--batch-size", "32", "--target-ess", "100", "--json", str(out)])
+    assert args.func(args) == 0
+    js = json.loads(out.read_text())
+    assert js["parameters"] == ["(intercept)", "x0", "x1"]
+    assert js["settings"]["engine"] == "chunked" and js["settings"]["target_ess"] == 100
+    assert js["diagnostics"]["min_ess_bulk"] >= 100 and js["diagnostics"]["max_rhat"] <= 1.01
+    with pytest.raises(ValueError, match="exactly one of --csv"):
+        args = p.parse_args(["calibrate", "--model", "logistic", "--batch-size", "32"])
+        args.func(args)
