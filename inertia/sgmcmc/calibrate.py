@@ -212,17 +212,14 @@ def _resolve_large(model, data, loss_kw, large, chunk):
 
 
 def _sharded(lm, devices, chunk):
-    """(ShardedPasses) of a LargeGLM's rows over `devices` ('all' or a list) on a 1-D mesh."""
+    """ShardedPasses of a LargeGLM's rows over `devices` ('all' or a list) on a 1-D mesh."""
     from jax.sharding import Mesh
 
     from .passes import ShardedPasses
 
     devs = jax.devices() if isinstance(devices, str) and devices == "all" else list(devices)
-    mesh = Mesh(np.array(devs), ("data",))
-    X, y = lm.source.take(np.arange(lm.num_obs)) if not hasattr(lm.source, "X") else (
-        lm.source.X, lm.source.y)
-    return ShardedPasses(X, y, mesh, kind=lm.link.kind, params=lm.link.params,
-                         intercept=lm.intercept, chunk=min(chunk, 1 << 14))
+    return ShardedPasses(lm.source, Mesh(np.array(devs), ("data",)), kind=lm.link.kind,
+                         params=lm.link.params, intercept=lm.intercept, chunk=chunk)
 
 
 @blas_limited

@@ -111,36 +111,42 @@ class HostPasses:
 class ShardedPasses:
     """The same passes on device-resident row shards: one block scan per shard, then `psum`.
 
-    `mesh` is a 1-D `jax.sharding.Mesh` with axis name "data"; rows are padded to a multiple of
-    (devices x chunk) with mask 0. With `jax.distributed` each process contributes its local
-    rows (`local=True`: X, y are this process's rows) and the sums are global.
+    `mesh` is a 1-D `jax.sharding.Mesh` with axis name "data". The rows of `source` (a row
+    source or an (X, y) pair) are padded to a multiple of (devices x chunk) with mask 0 and placed
+    with `jax.make_array_from_callback`, so each process reads only the rows of its own devices
+    (with `jax.distributed`, every process passes the same source, e.g. the same file).
     """
 
-    def __init__(self, X, y, mesh, *, kind: str, params, intercept: bool, chunk: int = 1 << 14,
-                 num_obs: Optional[int] = None, local: bool = False):
+    def __init__(self, source, mesh, *, kind: str, params, intercept: bool,
+                 chunk: int = 1 << 14):
         from jax.sharding import NamedSharding, PartitionSpec as P
 
-        self.mesh, self.kind, self.intercept = mesh, kind, bool(intercept)
+        from ..data.sources import ArraySource, is_source
+
+        if not is_source(source):
+            source = ArraySource(*source)
+        self.source, self.mesh, self.kind = source, mesh, kind
+        self.intercept = bool(intercept)
         self.params = jnp.asarray(params, dtype=jnp.float64)
         ndev = mesh.devices.size
-        nloc = mesh.local_mesh.devices.size if local else ndev
-        n = int(np.shape(X)[0])
-        per = -(-n // nloc)
-        d = int(np.shape(X)[1]) + int(intercept)
+        n, p = int(source.num_rows), int(source.num_cols)
+        per = -(-n // ndev)
+        d = p + int(intercept)
         # blocks of about 4 MiB of pair products (the quadratic term's chunk x D(D+1)/2)
         self.chunk = int(max(1, min(chunk, per, max(64, (1 << 19) // (d * (d + 1) // 2)))))
         per = -(-per // self.chunk) * self.chunk
-        total_local = per * nloc
-        Xp = _pad(np.asarray(X, np.float64), total_local)
-        yp = _pad(np.asarray(y, np.float64).ravel(), total_local)
-        mp = _pad(np.ones(n), total_local)
+        total = per * ndev
         rows = NamedSharding(mesh, P("data"))
-        if local:
-            put = functools.partial(jax.make_array_from_process_local_data, rows)
-        else:
-            put = functools.partial(jax.device_put, device=rows)
-        self.X, self.y, self.mask = put(Xp), put(yp), put(mp)
-        self.num_obs = int(num_obs if num_obs is not None else n)
+
+        def read(index):
+            s, e, _ = index[0].indices(total)
+            X, y = source.take(np.arange(s, min(e, n)))
+            return _pad(X, e - s), _pad(y, e - s), _pad(np.ones(X.shape[0]), e - s)
+
+        self.X = jax.make_array_from_callback((total, p), rows, lambda i: read(i)[0])
+        self.y = jax.make_array_from_callback((total,), rows, lambda i: read(i)[1])
+        self.mask = jax.make_array_from_callback((total,), rows, lambda i: read(i)[2])
+        self.num_obs = n
         self.passes = 0
         self._fns = {}
 

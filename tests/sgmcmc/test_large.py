@@ -149,7 +149,7 @@ SHARDED = textwrap.dedent("""
     X = rng.normal(size=(1003, 3))  # not a multiple of 4 devices x chunk: padded rows
     y = (rng.random(1003) < 1 / (1 + np.exp(-X @ np.array([0.5, -0.3, 0.2])))).astype(float)
     lm = large_model("logistic", ArraySource(X, y), intercept=True, prior_precision=0.1)
-    sh = ShardedPasses(X, y, Mesh(np.array(jax.devices()), ("data",)), kind="logistic",
+    sh = ShardedPasses((X, y), Mesh(np.array(jax.devices()), ("data",)), kind="logistic",
                        params=(), intercept=True, chunk=64)
     assert len(sh.X.sharding.device_set) == 4
     out = {}
@@ -202,3 +202,57 @@ def test_cli_data_file_without_steps(tmp_path):
     with pytest.raises(ValueError, match="exactly one of --csv"):
         args = p.parse_args(["calibrate", "--model", "logistic", "--batch-size", "32"])
         args.func(args)
+
+
+DISTRIBUTED = textwrap.dedent("""
+    import json, sys, warnings, numpy as np, jax
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    port, pid, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    if pid >= 0:
+        jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=pid)
+    import inertia
+    from inertia.sgmcmc import calibrate
+    warnings.simplefilter("ignore")
+    r = calibrate("logistic", path, batch_size=32, num_steps=300, intercept=True, num_chains=2,
+                  devices="all" if pid >= 0 else None)
+    print(json.dumps(dict(devices=len(jax.devices()), theta=r.theta_hat.tolist(),
+                          draws=r.draws.tolist())), flush=True)
+    if pid >= 0:
+        jax.distributed.shutdown()
+""")
+
+
+@pytest.mark.skipif(not os.environ.get("INERTIA_TEST_DISTRIBUTED"),
+                    reason="minutes of CPU (gloo polls); set INERTIA_TEST_DISTRIBUTED=1")
+def test_two_jax_distributed_processes_equal_one(tmp_path):
+    """Two processes x 2 host devices under jax.distributed (gloo) give the one-process draws."""
+    import socket
+
+    X, y = _glm_data("logistic", n=1001)
+    path = tmp_path / "d.npy"
+    np.save(path, np.column_stack([X, y]))
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               OPENBLAS_NUM_THREADS="1")
+    cmd = [sys.executable, "-c", DISTRIBUTED, str(port)]
+    procs = [subprocess.Popen(cmd + [str(i), str(path)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+             for i in (0, 1)]
+    single = subprocess.run(cmd + ["-1", str(path)], capture_output=True, text=True, env=env,
+                            cwd=ROOT, timeout=300)
+    outs = [p.communicate(timeout=300) for p in procs]
+    if any(p.returncode for p in procs) and any("gloo" in e.lower() and "not" in e.lower()
+                                               for _, e in outs):
+        pytest.skip("this jaxlib has no gloo CPU collectives")
+    assert all(p.returncode == 0 for p in procs), outs[0][1][-2000:]
+    assert single.returncode == 0, single.stderr[-2000:]
+    one = json.loads(single.stdout.strip().splitlines()[-1])
+    for out, _ in outs:
+        res = json.loads(out.strip().splitlines()[-1])
+        assert res["devices"] == 4
+        assert _rel(res["theta"], np.array(one["theta"])) < 1e-12
+        d = np.array(one["draws"])
+        assert np.max(np.abs(np.array(res["draws"]) - d)) < 1e-10 * np.max(np.abs(d))
