@@ -8,6 +8,8 @@
    calibrate with the offline step on a 1e5-row subsample (read by index) for the time per SGLD
    step (minibatch rows gathered from the file), peak RSS.
 3. Run to a target ESS (target_ess=400, the converged verdict) at N = 1e6, B = 1024.
+4. Time per SGLD step against N in one process (interleaved repeats, best of 3), the chunked
+   path's block-gathered chains vs the in-memory sampler (`kernels.make_sampler`), B = 256.
 Results: benchmarks/results/sgmcmc_scale.json and .png. Run the cases one at a time (2 cores).
 """
 from __future__ import annotations
@@ -115,6 +117,41 @@ def big(N, path, steps):
                           peak_rss=rss, rss_over_file=rss / src.nbytes)))
 
 
+def steps(ns, B=256, D=10, n_steps=4000, repeats=3):
+    """Step time of both samplers at each N, interleaved so the machine's load hits all alike."""
+    import jax
+    import numpy as np
+
+    import inertia  # noqa: F401
+    from inertia.data.sources import ArraySource
+    from inertia.sgmcmc import kernels, make_model, stream
+    from inertia.sgmcmc.large import large_model
+
+    runs = {}
+    for N in ns:
+        X, y = _data(N, D)
+        lm = large_model("logistic", ArraySource(X, y), intercept=True, validate=False)
+        lam = np.eye(D) * 2.0 * B / N
+        dev = stream.DeviceRunner(lm, Lambda=lam, batch_size=B)
+        st = stream.init_states(np.zeros((4, D)))
+        m = make_model("logistic", X, y, intercept=True)
+        old = kernels.make_sampler(m, batch_size=B, num_draws=n_steps)
+        runs[N] = (lambda k, d=dev, s=st: d.advance(k, s, n_steps)[1],
+                   lambda k, o=old, L=lam: np.asarray(o(k, L, np.zeros((4, D)))))
+        for f in runs[N]:
+            f(jax.random.key(0))  # compile
+    best = {N: [np.inf, np.inf] for N in ns}
+    for r in range(repeats):
+        for N in ns:
+            for j, f in enumerate(runs[N]):
+                t0 = time.perf_counter()
+                f(jax.random.key(r + 1))
+                best[N][j] = min(best[N][j], (time.perf_counter() - t0) / n_steps * 1e6)
+    rows = [dict(N=N, chunked_step_us=b[0], in_memory_step_us=b[1], ratio=b[0] / b[1])
+            for N, b in best.items()]
+    print(json.dumps(rows))
+
+
 def _child(args):
     root = str(Path(__file__).resolve().parent.parent)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1",
@@ -127,6 +164,19 @@ def _child(args):
     row = json.loads(out.stdout.strip().splitlines()[-1])
     print(json.dumps(row), flush=True)
     return row
+
+
+def _memory_fit(rows):
+    """peak RSS = c0 + c1 x data bytes over the chunked runs, per D."""
+    import numpy as np
+
+    out = {}
+    for D in sorted({r["D"] for r in rows}):
+        rs = [r for r in rows if r["D"] == D and r["engine"] == "chunked"]
+        if len(rs) >= 2:
+            c1, c0 = np.polyfit([r["data_bytes"] for r in rs], [r["peak_rss"] for r in rs], 1)
+            out[f"D{D}"] = dict(per_data_byte=float(c1), constant_GB=float(c0) / 1e9)
+    return out
 
 
 def _slope(rows, key):
@@ -148,13 +198,16 @@ def main():
     ap.add_argument("--ns50", default="1e5,3e5,1e6,3e6")
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--big-steps", type=int, default=4_000)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: scale,big,ess")
+    ap.add_argument("--skip", default="", help="comma list of parts to skip: scale,big,ess,steps")
+    ap.add_argument("--steps-case", action="store_true")
     a = ap.parse_args()
     if a.case:
         N, D, B, S = (int(v) for v in a.case)
         return case(N, D, B, S or None, a.target_ess)
     if a.big_case:
         return big(int(float(a.big_case[0])), a.big_case[1], a.steps)
+    if a.steps_case:
+        return steps([10 ** 5, 10 ** 6, 10 ** 7])
     skip = set(a.skip.split(","))
     OUT.mkdir(exist_ok=True)
     res_path = OUT / "sgmcmc_scale.json"
@@ -174,17 +227,25 @@ def main():
                 fits[f"D{D}"] = dict(time=_slope(rs, "wall_s"), memory=_slope(rs, "peak_rss"),
                                      step=_slope(rs, "step_us"))
         res["exponents"] = fits
+        res["memory_vs_data"] = _memory_fit(rows)
         res_path.write_text(json.dumps(res, indent=1))
     if "ess" not in skip:
         res["run_to_ess"] = _child(["--case", str(10 ** 6), "10", "1024", "0",
                                     "--target-ess", "400"])
         res_path.write_text(json.dumps(res, indent=1))
+    if "steps" not in skip:
+        res["step_time"] = _child(["--steps-case"])
+        res_path.write_text(json.dumps(res, indent=1))
     if "big" not in skip:
         res["memmap"] = _child(["--big-case", str(int(a.big)), a.big_path,
                                 "--steps", str(a.big_steps)])
         res_path.write_text(json.dumps(res, indent=1))
+    if "memory_vs_data" not in res and res.get("scale"):
+        res["memory_vs_data"] = _memory_fit(res["scale"])
+        res_path.write_text(json.dumps(res, indent=1))
     _plot(res)
-    print(json.dumps(res.get("exponents"), indent=1))
+    print(json.dumps({k: res.get(k) for k in ("exponents", "memory_vs_data", "step_time")},
+                     indent=1))
 
 
 def _plot(res):

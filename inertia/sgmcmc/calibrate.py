@@ -155,6 +155,8 @@ def check_estimate_exists(model: Model) -> None:
         return
     X, y = np.asarray(model.X, np.float64), np.asarray(model.y, np.float64)
     n, d = X.shape
+    if n > CHECK_ROWS and _subsample_proves_estimate(model, X, y):
+        return
     kind = model.info.get("kind")
     if n <= d and kind == "linear":
         raise NoEstimateError(f"{n} observation(s) for {d} parameters: a linear model needs more "
@@ -220,6 +222,26 @@ def _sharded(lm, devices, chunk):
     devs = jax.devices() if isinstance(devices, str) and devices == "all" else list(devices)
     return ShardedPasses(lm.source, Mesh(np.array(devs), ("data",)), kind=lm.link.kind,
                          params=lm.link.params, intercept=lm.intercept, chunk=chunk)
+
+
+# rows of the random subsample tried first by check_estimate_exists
+CHECK_ROWS = 20_000
+
+
+def _subsample_proves_estimate(model: Model, X: np.ndarray, y: np.ndarray) -> bool:
+    """True when CHECK_ROWS random rows already have full rank and no escape direction: then all
+    rows have neither (a direction for all rows is one for the subsample, and a full-rank
+    subsample makes it strict on some of its rows)."""
+    idx = np.sort(np.random.default_rng(0).choice(X.shape[0], size=CHECK_ROWS, replace=False))
+    Xs, ys = X[idx], y[idx]
+    if np.linalg.matrix_rank(Xs) < X.shape[1]:
+        return False
+    kind = model.info.get("kind")
+    if kind == "logistic":
+        return _recession_direction(Xs, np.zeros(CHECK_ROWS, bool), -(2 * ys - 1)) is None
+    if kind == "poisson":
+        return _recession_direction(Xs, ys > 0, np.ones(CHECK_ROWS)) is None
+    return True
 
 
 @blas_limited

@@ -18,11 +18,10 @@ import numpy as np
 
 from ..data.sources import ArraySource
 from . import passes as P
+from .calibrate import CHECK_ROWS
 from .models import Link, beta_divergence_link, gaussian_link, logistic_link, poisson_link
 from .offline import MAP, Curvature
 
-# rows for the offline existence checks (rank, separation) before any full pass is needed
-CHECK_ROWS = 20_000
 # largest N for which a failed subsample separation check falls back to the exact LP on all rows
 FULL_CHECK_ROWS = 200_000
 # the quadratic term's default rows: rows x (D(D+1)/2)^2 <= QUAD_BUDGET, at least QUAD_MIN
