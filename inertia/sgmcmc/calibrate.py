@@ -269,10 +269,11 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     chunked passes (`large`: never an N x D x D array) and minibatch rows gathered per block of
     steps; `devices` ("all" or a list) shards the rows over devices (`jax.sharding`, also across
     `jax.distributed` hosts). The quadratic term of eq. 16 (cost O(rows D^4)) then uses
-    `quad_rows` random rows ("auto": rows x (D(D+1)/2)^2 <= 3e8, at least 20 000; None: all). A `CalibrationWarning` is issued when some covariance entry differs
-    from the prediction by more than the Bonferroni z bound at `level` (Gaussian MC errors with
-    the predicted autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc`
-    uses (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
+    `quad_rows` random rows ("auto": rows x (D(D+1)/2)^2 <= 3e8, at least 20 000; None: all).
+    A `CalibrationWarning` is issued when some covariance entry differs from the prediction by
+    more than the Bonferroni z bound at `level` (Gaussian MC errors with the predicted
+    autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc` uses
+    (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
     """
     from ..data import sources
     from . import stream

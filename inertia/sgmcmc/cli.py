@@ -1,4 +1,4 @@
-"""`inertia calibrate`: Algorithm 1 on a CSV file or a large data file (intercept added, no prior)."""
+"""`inertia calibrate`: Algorithm 1 on a CSV or a large data file (intercept added, no prior)."""
 from __future__ import annotations
 
 import csv

@@ -110,7 +110,7 @@ class SourceRunner:
         return int(max(1, BLOCK_BYTES // row))
 
     def advance(self, key, states, num_draws: int, thin: int = 1):
-        """num_draws x thin more steps of every chain; (states, kept positions (chain, draw, dim))."""
+        """num_draws x thin more steps per chain; (states, kept positions (chain, draw, dim))."""
         C = states.position.shape[0]
         K = self.block_steps(C)
         total, out, done = int(num_draws) * int(thin), [], 0
@@ -165,8 +165,6 @@ class DeviceRunner(SourceRunner):
                                  noisy=self.noisy)
 
 
-ShardedRunner = DeviceRunner
-
 
 @partial(jax.jit, static_argnames=("grad_fn", "num_obs", "batch_size", "replacement",
                                    "num_draws", "thin", "beta", "kappa"))
@@ -208,10 +206,6 @@ def init_states(positions):
     return jax.vmap(kernels.init)(jnp.atleast_2d(jnp.asarray(positions, dtype=jnp.float64)))
 
 
-__all__ = ["SourceRunner", "DeviceRunner", "ShardedRunner", "ModelRunner", "init_states", "run_to_ess",
-           "BLOCK_BYTES"]
-
-
 def run_to_ess(runner, key, starts, *, burn_in: int, num_draws: int, thin: int,
                target_ess=None, max_draws=None):
     """Burn in, run `num_draws` kept draws, then (with target_ess) continue in growing blocks
@@ -243,3 +237,7 @@ def run_to_ess(runner, key, starts, *, burn_in: int, num_draws: int, thin: int,
         want = int(math.ceil(done * max(1.5, 1.1 * target_ess / max(ess, 1.0))))
         goal = want if cap is None else min(cap, want)
     return np.concatenate(chunks, axis=1), done
+
+
+__all__ = ["SourceRunner", "DeviceRunner", "ModelRunner", "init_states", "run_to_ess",
+           "BLOCK_BYTES"]
