@@ -195,7 +195,7 @@ def main():
     ap.add_argument("--big", type=float, default=1e8, help="rows of the memory-mapped run")
     ap.add_argument("--big-path", default="/work/tmp_sgmcmc_big.npy")
     ap.add_argument("--ns", default="1e5,3e5,1e6,3e6,1e7")
-    ap.add_argument("--ns50", default="1e5,3e5,1e6,3e6")
+    ap.add_argument("--ns50", default="1e5,3e5,1e6,3e6,1e7")
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--big-steps", type=int, default=4_000)
     ap.add_argument("--skip", default="", help="comma list of parts to skip: scale,big,ess,steps")
