@@ -217,11 +217,21 @@ def main(argv=None):
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--with-hfhr", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--refs", default="benchmarks/results/mcmc_exact_refs.json",
+                    help="cache of the long NUTS reference runs (mean, sd per parameter)")
     args = ap.parse_args(argv)
     rows, cache = [], {}
+    try:
+        with open(args.refs) as fh:
+            cache = {k: (np.asarray(v[0]), np.asarray(v[1])) for k, v in json.load(fh).items()}
+    except FileNotFoundError:
+        pass
     for name in args.targets.split(","):
         t, constrain, truth = TARGETS[name]()
         ref = reference(name, t, constrain, truth, cache)
+        with open(args.refs, "w") as fh:
+            json.dump({k: [np.asarray(v[0]).tolist(), np.asarray(v[1]).tolist()]
+                       for k, v in cache.items()}, fh, indent=1)
         for seed in (int(s) for s in args.seeds.split(",")):
             r = run_inertia(t, constrain, ref, seed)
             z, g, div, wall = nuts(t, seed)

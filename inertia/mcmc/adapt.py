@@ -5,17 +5,21 @@
 2. Stage 1 (STAGE1 iterations): alpha = 0, gamma = 0, trajectory time T0 = 1.5 (in whitened units,
    about a quarter period of a unit-scale direction); the step size by dual averaging to
    `target_accept` (Hoffman & Gelman 2014, algorithm 5, on the chains' mean acceptance).
-3. Spectrum: eigenvalues lambda = 1 / eig(Cov z) of the covariance of the second half of the
-   stage-1 draws (per-coordinate variances when there are too few draws for a dense estimate).
-4. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
-   effective sample on N(0, diag(1/lambda)) at the dual-averaged h and the measured acceptance.
-5. Stage 2 (STAGE2 iterations): dual averaging again at that (T = n h, gamma, alpha); its averaged
-   step size and T / h are the sampling parameters. While the second half of stage 2 has
-   divergences (the step is too large for a region the chains reach) it is rerun with target acceptance 1 - (1 - delta)/2, at
-   most MAX_RAISES times (0.8 -> 0.9 -> 0.95 -> 0.975).
+3. Frame: the covariance S of the second half of the stage-1 draws (shrunk towards I;
+   per-coordinate variances when there are too few draws for a dense estimate) refines the frame,
+   z = mean + C w with C C^T = S (what NUTS's dense mass matrix adapts).
+4. Stage 2 (STAGE2 iterations): dual averaging again in the new frame, still at T0; its averaged
+   step size is the sampling one.
+5. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
+   effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the second half
+   of the stage-2 draws, at that h and the measured acceptance. While the second half of the
+   last stage-2 run has divergences (the step is too large for a region the chains reach),
+   stage 2 is rerun at the chosen trajectory with target acceptance 1 - (1 - delta)/2, at most
+   MAX_RAISES times (0.8 -> 0.9 -> 0.95 -> 0.975).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 
@@ -28,6 +32,7 @@ from .kernels.base import Params
 TARGET_ACCEPT = 0.8
 STAGE1, STAGE2 = 150, 150  # equal: one compilation
 T0 = 1.5
+SHRINK = 10.0  # pseudo-draws of the identity in the warm-up covariance
 MAX_RAISES = 3  # stage 2 reruns with target acceptance 1 - (1 - delta)/2 while warm-up diverges
 MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10 allows 1023)
 # dual averaging constants of Hoffman & Gelman (2014)
@@ -76,31 +81,18 @@ def _adapt_runner(method, vg, num_iters: int):
     return jax.jit(run)
 
 
-def _spectrum(z):
-    """1 / eigenvalues of the pooled covariance of draws (chain, draw, d); diagonal when the draws
-    are too few for a dense estimate (fewer than 10 d)."""
+def draws_covariance(z):
+    """(mean, covariance) of draws (chain, draw, d) pooled, shrunk towards I by SHRINK pseudo-draws;
+    diagonal when there are fewer than 10 d draws."""
     flat = z.reshape(-1, z.shape[-1])
     flat = flat[np.all(np.isfinite(flat), axis=1)]
     d = z.shape[-1]
-    if flat.shape[0] < 2:
-        return np.ones(d)
-    if flat.shape[0] >= 10 * d:
-        w = np.linalg.eigvalsh(np.atleast_2d(np.cov(flat, rowvar=False)))
-    else:
-        w = flat.var(axis=0, ddof=1)
-    return 1.0 / np.clip(w, 1e-8, 1e8)
-
-
-def _flow_acceptance(lam, eps, num=2000, seed=0):
-    """Mean MALA acceptance of step eps on N(0, diag(1/lam)) (Monte Carlo, fixed seed)."""
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((num, lam.size)) / np.sqrt(lam)
-    y = q - eps * lam * q + math.sqrt(2.0 * eps) * rng.standard_normal(q.shape)
-    v = 0.5 * (lam * q * q).sum(1)
-    vy = 0.5 * (lam * y * y).sum(1)
-    fwd = ((y - q + eps * lam * q) ** 2).sum(1)
-    bwd = ((q - y + eps * lam * y) ** 2).sum(1)
-    return float(np.mean(np.minimum(1.0, np.exp(np.minimum(v - vy + (fwd - bwd) / (4 * eps), 0.0)))))
+    n = flat.shape[0]
+    if n < 2:
+        return np.zeros(d), np.eye(d)
+    S = np.atleast_2d(np.cov(flat, rowvar=False)) if n >= 10 * d else np.diag(flat.var(0, ddof=1))
+    S = np.clip(S, -1e8, 1e8)
+    return flat.mean(0), (n * S + SHRINK * np.eye(d)) / (n + SHRINK)
 
 
 def _length_weights(ns, kmax, points=512):
@@ -119,11 +111,12 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT) -> dict:
     On a Gaussian the leapfrog/refresh trajectory is linear: E[q_K | q_0] = a_K q_0 per direction
     (a_K the (q, q) entry of the product of leapfrog maps and partial refreshes e^{-gamma h}), and
     a MALA step of size eps has a = 1 - eps lambda. With acceptance r (trajectory: the measured
-    rate; MALA: its Monte Carlo rate on that Gaussian) and a rejection keeping q, the lag-1
+    rate, for both: a flow step of eps = h^2/2 is one leapfrog step from a fresh momentum) and a
+    rejection keeping q, the lag-1
     autocorrelations of q and q^2 are rho1 = r E a + 1 - r and rho2 = r E a^2 + 1 - r (products over
     the two halves), and tau = (1 + rho)/(1 - rho). Minimises E[gradients per iteration] times the
     largest tau over directions and over q, q^2, on a grid of n (mean leapfrog steps), gamma
-    (0, 1/4 .. 2 sqrt(lambda_min)) and eps lambda_max (0 .. 1); alpha = eps / h.
+    (0, 1/4 .. 2 sqrt(lambda_min)) and eps in {0, 1/2, 1} h^2/2; alpha = eps / h.
     """
     lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))
     h = float(step_size)
@@ -133,7 +126,7 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT) -> dict:
     W = _length_weights(ns, kmax)
     cost_k = W @ np.arange(1, kmax + 1)
     gammas = np.array([0.0, 0.25, 0.5, 1.0, 2.0]) * math.sqrt(lam[0])
-    flows = np.array([0.0, 0.1, 0.3, 0.6, 1.0])
+    flows = np.array([0.0, 0.5, 1.0])
     best = None
     for g in gammas:
         eta = math.exp(-g * h)
@@ -153,8 +146,8 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT) -> dict:
         r1t, r2t = r * ea + 1 - r, r * ea2 + 1 - r
         for f in flows:
             if f > 0:
-                eps = f / lam[-1]
-                rm = _flow_acceptance(lam, eps)
+                eps = f * h * h / 2
+                rm = r
                 am = 1 - eps * lam
                 r1m, r2m = rm * am + 1 - rm, rm * am**2 + 1 - rm
             else:
@@ -173,9 +166,46 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT) -> dict:
     return best
 
 
+def raised(accept):
+    """The next target acceptance after divergences: 1 - (1 - delta) / 2."""
+    return 1.0 - 0.5 * (1.0 - accept)
+
+
+def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
+    """STAGE2 iterations of dual averaging at trajectory time `time`, friction gamma and flow step
+    eps, from step h: (states, averaged h, record, gradients, second-half draws if `keep`)."""
+    log_h = jnp.log(jnp.float64(h))
+    state, h2, (z, acc, div, ng) = _adapt_runner(method, vg, STAGE2)(
+        state, key, log_h, log_h, jnp.float64(gamma), jnp.float64(eps / h), jnp.float64(time),
+        jnp.float64(accept))
+    acc, div = np.asarray(acc), np.asarray(div)
+    stage = {"iterations": STAGE2, "target_accept": float(accept), "step_size": float(h2),
+             "acceptance": float(np.nanmean(acc[STAGE2 // 2:])), "divergences": int(div.sum()),
+             "late_divergences": int(div[STAGE2 // 2:].sum())}  # once dual averaging has settled
+    z = np.swapaxes(np.asarray(z)[STAGE2 // 2:], 0, 1) if keep else None
+    return state, float(h2), stage, int(np.sum(np.asarray(ng))), z
+
+
+def readapt(method, vg, state, key, params: Params, report: dict):
+    """After divergences while sampling: stage 2 again from the chains' states at the raised target
+    acceptance (same trajectory time, gamma and alpha h); updates `report`, returns (Params, states)."""
+    accept = raised(report["final_accept"])
+    T = params.step_size * params.num_leapfrog
+    eps = params.alpha * params.step_size
+    state, h, stage, g, _ = _stage2(method, vg, state, key, params.step_size, params.gamma, eps,
+                                    T, accept)
+    stage["after_sampling_divergences"] = True
+    report["stage2_runs"].append(stage)
+    report.update(stage2=stage, final_accept=accept)
+    report["chain_grad_evals"] += g
+    report["grad_evals"] += g
+    return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG))), state
+
+
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
                    target_accept=TARGET_ACCEPT):
-    """The whole warm-up; returns (whitened target, fit, Params, chain states, report)."""
+    """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
+    report)."""
     from .sample import _start
     from .warmup import fit_gaussian, whiten
 
@@ -189,46 +219,49 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
         x = np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d))
         z0 = np.linalg.solve(fit.factor, (x - fit.mean).T).T
     state = _start(method, vg, z0, jax.random.split(k1, num_chains))
-    delta = jnp.float64(target_accept)
     h0 = min(1.0, 1.5 * d ** -0.25)
-    run1 = _adapt_runner(method, vg, STAGE1)
     log_h0 = jnp.log(jnp.float64(h0))
-    state, h1, (z1, acc1, div1, ng1) = run1(state, k2, log_h0, log_h0 + math.log(10.0),
-                                            jnp.float64(0.0), jnp.float64(0.0), jnp.float64(T0),
-                                            delta)
+    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, vg, STAGE1)(
+        state, k2, log_h0, log_h0 + math.log(10.0), jnp.float64(0.0), jnp.float64(0.0),
+        jnp.float64(T0), jnp.float64(target_accept))
     h1 = float(h1)
     z1, acc1 = np.asarray(z1), np.asarray(acc1)
     half = STAGE1 // 2
-    lam = _spectrum(np.swapaxes(z1[half:], 0, 1))
-    r1 = float(np.nanmean(acc1[half:]))
-    choice = choose_trajectory(lam, h1, r1)
-    T = choice["num_leapfrog"] * h1
-    run2 = _adapt_runner(method, vg, STAGE2)
-    chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
-    h, accept, stages = h1, float(target_accept), []
-    for attempt in range(MAX_RAISES + 1):
-        log_h = jnp.log(jnp.float64(h))
-        state, h2, (_, acc2, div2, ng2) = run2(
-            state, jax.random.fold_in(k3, attempt), log_h, log_h, jnp.float64(choice["gamma"]), jnp.float64(choice["alpha"] * h1 / h), jnp.float64(T),
-            jnp.float64(accept))
-        chain_grads += int(np.sum(np.asarray(ng2)))
-        h = float(h2)
-        late = np.asarray(div2)[STAGE2 // 2:]  # once dual averaging has settled
-        stages.append({"iterations": STAGE2, "target_accept": accept, "step_size": h,
-                       "acceptance": float(np.nanmean(np.asarray(acc2)[STAGE2 // 2:])),
-                       "divergences": int(np.sum(np.asarray(div2))),
-                       "late_divergences": int(np.sum(late))})
-        # divergences: the step is too large for a region the chains reach; demand more acceptance
-        if stages[-1]["late_divergences"] == 0 or attempt == MAX_RAISES:
+    zs = np.swapaxes(z1[half:], 0, 1)
+    # refine the frame by the covariance of the draws (as NUTS's dense mass matrix): z = mz + C w
+    mz, S = draws_covariance(zs)
+    C = np.linalg.cholesky(S)
+    fit = dataclasses.replace(fit, mean=np.asarray(fit.mean) + np.asarray(fit.factor) @ mz,
+                              factor=np.asarray(fit.factor) @ C,
+                              kind=f"{fit.kind} + warm-up covariance")
+    wt = whiten(target, fit.mean, fit.factor)
+    vg = value_and_grad_fn(wt)
+    w_last = np.linalg.solve(C, (np.asarray(state.position) - mz).T).T
+    state = _start(method, vg, w_last, jax.random.split(jax.random.fold_in(k1, 1), num_chains))
+    chain_grads = int(np.sum(np.asarray(ng1))) + 2 * num_chains
+    # stage 2: dual averaging in the new frame at the stage-1 trajectory time
+    state, h2, stage, g, w2 = _stage2(method, vg, state, jax.random.fold_in(k3, 0), h1, 0.0, 0.0,
+                                      T0, target_accept, keep=True)
+    chain_grads += g
+    lam = 1.0 / np.clip(np.linalg.eigvalsh(draws_covariance(w2)[1]), 1e-8, 1e8)
+    choice = choose_trajectory(lam, h2, stage["acceptance"])
+    T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
+    h, accept, stages = h2, float(target_accept), [stage]
+    # divergences: the step is too large for a region the chains reach; demand more acceptance
+    for attempt in range(1, MAX_RAISES + 1):
+        if stages[-1]["late_divergences"] == 0:
             break
-        accept = 1.0 - 0.5 * (1.0 - accept)
-    n = float(np.clip(T / h, 1.0, MAX_LEAPFROG))
-    params = Params(h, choice["gamma"], choice["alpha"] * h1 / h, n)  # keep alpha h fixed
+        accept = raised(accept)
+        state, h, stage, g, _ = _stage2(method, vg, state, jax.random.fold_in(k3, attempt), h,
+                                        choice["gamma"], eps, T, accept)
+        chain_grads += g
+        stages.append(stage)
+    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)))
     report = {
         "kind": "adaptation", "precondition": fit.kind,
         "fit": {**fit.info, "grad_evals": fit.grad_evals},
         "target_accept": float(target_accept), "stage1": {
-            "iterations": STAGE1, "step_size": h1, "acceptance": r1,
+            "iterations": STAGE1, "step_size": h1, "acceptance": float(np.nanmean(acc1[half:])),
             "divergences": int(np.sum(np.asarray(div1)))},
         "spectrum": [float(lam.min()), float(lam.max())], "choice": choice,
         "stage2": stages[-1], "stage2_runs": stages, "final_accept": accept,

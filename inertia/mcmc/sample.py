@@ -346,6 +346,7 @@ def _model_fn(m: Method, target):
 
 DEFAULT_TARGET_ESS = 400.0
 DEFAULT_METHOD = "hfhr-exact"
+MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance after divergences
 
 
 def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, alpha=None,
@@ -489,23 +490,39 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
               f"{100 * done_box[0] / goal:.0f}% elapsed {el:.1f}s "
               f"ETA {el / done_box[0] * max(goal - done_box[0], 0):.1f}s", file=sys.stderr, flush=True)
 
-    chunks, infos, done = [], [], 0
+    chunks, infos, done, goal0, retries, discarded = [], [], 0, goal, 0, 0
     while True:
         carry, dr, inf = _advance(m, run_fn, carry, jparams, goal - done, thinning, block,
                                   show if progress else None)
         chunks.append(dr)
         infos.append(inf)
         done = goal
-        if target_ess is None or np.asarray(carry[2]).any() or done >= cap:
+        if np.asarray(carry[2]).any():
             break
         if m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos):
+            if auto and retries < MAX_RETRIES:  # warm up again at a higher target acceptance
+                from .adapt import readapt
+
+                discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
+                params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
+                                        params, tuning)
+                jparams = Params(*(jnp.float64(v) for v in params))
+                carry = (state,) + tuple(carry[1:])
+                chunks, infos, done, goal, retries = [], [], 0, goal0, retries + 1
+                continue
             break  # divergences make the verdict NOT CONVERGED however long the chains run
+        if target_ess is None or done >= cap:
+            break
         x = _to_x(np.concatenate(chunks, axis=1), pre)
         kept = x[:, int(round(burn * x.shape[1])):]
         from ..diagnostics import arviz_stats
 
         st = arviz_stats(kept)
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
+        if m.adjusted:  # the sds to the same relative precision as the means: MCSE <= sd/sqrt(N)
+            sd = kept.reshape(-1, kept.shape[-1]).std(axis=0)
+            rel = np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
+            ess = ess / max(rel, 1.0) ** 2
         if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
             break
         want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
@@ -530,7 +547,12 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         chains = chain_summary(info, int(round(burn * info["num_grads"].shape[1])))
         per_chain = np.asarray(chains["grad_evals"])
         grad_evals = int(round(float(np.mean(per_chain)))) + (0 if auto else 1)
-        total = total_warm + int(per_chain.sum())
+        total = total_warm + int(per_chain.sum()) + discarded
+        if auto:
+            total_warm = int(tuning["grad_evals"]) + discarded
+            warm_grads = int(tuning["fit"]["grad_evals"] + round(
+                (tuning["chain_grad_evals"] + discarded) / num_chains))
+            total = total_warm + int(per_chain.sum())
     else:
         chains = None
         grad_evals = 1 + m.grads_per_step * int(num_steps)
