@@ -12,7 +12,7 @@
    step size is the sampling one.
 5. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
    effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the second half
-   of the stage-2 draws, at that h and the measured acceptance. While the second half of the
+   of the stage-2 draws (`denoised_eigenvalues`), at that h and the measured acceptance. While the second half of the
    last stage-2 run has divergences (the step is too large for a region the chains reach),
    stage 2 is rerun at the chosen trajectory with target acceptance 1 - (1 - delta)/2, at most
    MAX_RAISES times (0.8 -> 0.9 -> 0.95 -> 0.975).
@@ -40,8 +40,15 @@ DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
 
 
 def value_and_grad_fn(target):
-    """(V, grad V) of a target in one pass (autodiff of its potential)."""
-    return _vg(target)
+    """(V, grad V) of a target in one pass (autodiff of its potential), as a pytree function."""
+    return jax.tree_util.Partial(_vg(target))
+
+
+def frame_value_and_grad(target, mean, factor):
+    """(V_w, grad V_w) of V_w(z) = V(mean + factor z) as a pytree function whose arrays are traced:
+    one compilation of the chains serves every frame of the same shapes."""
+    return jax.tree_util.Partial(_frame_fn(target), jnp.asarray(mean, dtype=jnp.float64),
+                                 jnp.asarray(factor, dtype=jnp.float64))
 
 
 @functools.lru_cache(maxsize=32)
@@ -49,13 +56,23 @@ def _vg(target):
     return jax.value_and_grad(target.potential)
 
 
+def _frame_vg(parent, mean, factor, z):
+    v, g = parent(mean + factor @ z)
+    return v, factor.T @ g
+
+
+@functools.lru_cache(maxsize=32)
+def _frame_fn(target):
+    return functools.partial(_frame_vg, _vg(target))
+
+
 @functools.lru_cache(maxsize=16)
-def _adapt_runner(method, vg, num_iters: int):
+def _adapt_runner(method, num_iters: int):
     """jit of a scan over iterations: every chain steps at the shared h = exp(log h), then the
     dual-averaging state (shrinking towards log h = mu) moves with the chains' mean acceptance. Trajectory time T > 0 sets
     n = clip(T / h, 1, MAX_LEAPFROG)."""
 
-    def run(states, key, log_h0, mu, gamma, alpha, time, delta):
+    def run(vg, states, key, log_h0, mu, gamma, alpha, time, delta):
         nc = states.position.shape[0]
 
         def body(carry, i):
@@ -93,6 +110,18 @@ def draws_covariance(z):
     S = np.atleast_2d(np.cov(flat, rowvar=False)) if n >= 10 * d else np.diag(flat.var(0, ddof=1))
     S = np.clip(S, -1e8, 1e8)
     return flat.mean(0), (n * S + SHRINK * np.eye(d)) / (n + SHRINK)
+
+
+def denoised_eigenvalues(z):
+    """Eigenvalues of the covariance of draws (chain, draw, d) with the sampling noise of an
+    identity covariance removed: with c = d / n (n = half the pooled draws, for autocorrelation),
+    eigenvalues inside the Marchenko-Pastur bulk [(1 - sqrt c)^2, (1 + sqrt c)^2] become 1 and the
+    others are divided by the nearer edge."""
+    _, S = draws_covariance(z)
+    w = np.clip(np.linalg.eigvalsh(S), 1e-8, 1e8)
+    c = min(z.shape[-1] / max(0.5 * z.shape[0] * z.shape[1], 1.0), 0.25)
+    lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
+    return np.where(w > hi, w / hi, np.where(w < lo, w / lo, 1.0))
 
 
 def _length_weights(ns, kmax, points=512):
@@ -175,8 +204,8 @@ def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
     """STAGE2 iterations of dual averaging at trajectory time `time`, friction gamma and flow step
     eps, from step h: (states, averaged h, record, gradients, second-half draws if `keep`)."""
     log_h = jnp.log(jnp.float64(h))
-    state, h2, (z, acc, div, ng) = _adapt_runner(method, vg, STAGE2)(
-        state, key, log_h, log_h, jnp.float64(gamma), jnp.float64(eps / h), jnp.float64(time),
+    state, h2, (z, acc, div, ng) = _adapt_runner(method, STAGE2)(
+        vg, state, key, log_h, log_h, jnp.float64(gamma), jnp.float64(eps / h), jnp.float64(time),
         jnp.float64(accept))
     acc, div = np.asarray(acc), np.asarray(div)
     stage = {"iterations": STAGE2, "target_accept": float(accept), "step_size": float(h2),
@@ -210,8 +239,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     from .warmup import fit_gaussian, whiten
 
     fit = fit_gaussian(target, precondition, seed=seed)
-    wt = whiten(target, fit.mean, fit.factor)
-    vg = value_and_grad_fn(wt)
+    vg = frame_value_and_grad(target, fit.mean, fit.factor)
     d = target.dim
     k0, k1, k2, k3 = jax.random.split(key, 4)
     z0 = np.asarray(jax.random.normal(k0, (num_chains, d), dtype=jnp.float64))
@@ -221,8 +249,8 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     state = _start(method, vg, z0, jax.random.split(k1, num_chains))
     h0 = min(1.0, 1.5 * d ** -0.25)
     log_h0 = jnp.log(jnp.float64(h0))
-    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, vg, STAGE1)(
-        state, k2, log_h0, log_h0 + math.log(10.0), jnp.float64(0.0), jnp.float64(0.0),
+    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
+        vg, state, k2, log_h0, log_h0 + math.log(10.0), jnp.float64(0.0), jnp.float64(0.0),
         jnp.float64(T0), jnp.float64(target_accept))
     h1 = float(h1)
     z1, acc1 = np.asarray(z1), np.asarray(acc1)
@@ -235,7 +263,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
                               factor=np.asarray(fit.factor) @ C,
                               kind=f"{fit.kind} + warm-up covariance")
     wt = whiten(target, fit.mean, fit.factor)
-    vg = value_and_grad_fn(wt)
+    vg = frame_value_and_grad(target, fit.mean, fit.factor)
     w_last = np.linalg.solve(C, (np.asarray(state.position) - mz).T).T
     state = _start(method, vg, w_last, jax.random.split(jax.random.fold_in(k1, 1), num_chains))
     chain_grads = int(np.sum(np.asarray(ng1))) + 2 * num_chains
@@ -243,7 +271,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     state, h2, stage, g, w2 = _stage2(method, vg, state, jax.random.fold_in(k3, 0), h1, 0.0, 0.0,
                                       T0, target_accept, keep=True)
     chain_grads += g
-    lam = 1.0 / np.clip(np.linalg.eigvalsh(draws_covariance(w2)[1]), 1e-8, 1e8)
+    lam = 1.0 / denoised_eigenvalues(w2)
     choice = choose_trajectory(lam, h2, stage["acceptance"])
     T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
     h, accept, stages = h2, float(target_accept), [stage]
@@ -300,9 +328,10 @@ def chain_summary(info: dict, burn: int = 0) -> dict:
             "grad_evals": np.sum(info["num_grads"], axis=1).astype(int).tolist()}
 
 
-def verdict_problems(summary: dict, target_accept: float) -> list:
+def verdict_problems(summary: dict, target_accept: float, tuning=None, unconverged=False) -> list:
     """Reasons an exact run is not to be trusted beyond R-hat and ESS: divergences after warm-up,
-    a chain whose acceptance collapsed, chains that disagree on acceptance."""
+    a chain whose acceptance collapsed, chains that disagree on acceptance; and, when the run is
+    not converged for any reason, warm-up divergences that forced the target acceptance up."""
     out = []
     div = summary["divergences"]
     if sum(div) > 0:
@@ -321,6 +350,12 @@ def verdict_problems(summary: dict, target_accept: float) -> list:
     elif acc.size > 1 and np.nanmax(acc) - np.nanmin(acc) > 0.2:
         out.append(f"chains disagree on acceptance ({np.nanmin(acc):.2f} to {np.nanmax(acc):.2f}): "
                    "they see different geometry; reparameterise the model")
+    runs = (tuning or {}).get("stage2_runs", [])
+    if (out or unconverged) and len(runs) > 1:
+        out.append(f"divergences in warm-up forced the target acceptance up to "
+                   f"{tuning['final_accept']:.3g} (h = {summary['step_size']:.3g}): the curvature "
+                   "varies more than one global step size can follow (e.g. a funnel's neck); "
+                   "reparameterise the model")
     return out
 
 

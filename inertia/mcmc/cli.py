@@ -131,7 +131,8 @@ def _fraction(text):
 def add_parser(subparsers):
     """Add `inertia sample` to the top-level parser."""
     p = subparsers.add_parser(
-        "sample", help="sample a model with HFHR, KLMC or ULA (tuned automatically, diagnosed)",
+        "sample", help="sample a model with exact HFHR, or unadjusted HFHR, KLMC or ULA (tuned "
+                       "automatically, diagnosed)",
         description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", default="gaussian-kappa", metavar="MODEL",
                    help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, or a log "
@@ -149,7 +150,8 @@ def add_parser(subparsers):
                         "(fast, biased by O(h))")
     p.add_argument("--step-size", type=float, default=None,
                    help="step h; when h, gamma and alpha are all omitted a warm-up chooses them "
-                        "(Laplace preconditioning, exact-Gaussian tuning, h vs h/2 bias check; see "
+                        "(hfhr-exact: dual averaging to --target-accept and gradients per ESS; the "
+                        "unadjusted schemes: exact-Gaussian tuning, h vs h/2 bias check; see "
                         "docs/hfhr.md)")
     p.add_argument("--gamma", type=float, default=None, help="friction (kinetic methods)")
     p.add_argument("--alpha", type=float, default=None, help="HFHR coefficient alpha >= 0")

@@ -117,12 +117,30 @@ class SampleResult:
 
 
 def _runner(method: Method, grad_fn, num_draws: int, thinning: int):
-    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps."""
+    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps. Adjusted kernels
+    take their (V, grad V) function as a pytree argument (`adapt.frame_value_and_grad`), so one
+    compilation serves every preconditioning frame of the same shapes."""
+    if method.adjusted:
+        run = _cached_fn_runner(method, int(num_draws), int(thinning))
+        return lambda carry, params: run(carry, params, grad_fn)
     return _cached_runner(method, grad_fn, int(num_draws), int(thinning))
 
 
 @functools.lru_cache(maxsize=32)
+def _cached_fn_runner(method, num_draws, thinning):
+    def one_chain(carry, params, fn):
+        return _chain_scan(method, fn, num_draws, thinning)(carry, params)
+
+    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+
+
+@functools.lru_cache(maxsize=32)
 def _cached_runner(method, grad_fn, num_draws, thinning):
+    return jax.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)))
+
+
+def _chain_scan(method, grad_fn, num_draws, thinning):
+    """One chain: a scan over draws of a scan over `thinning` steps, recording positions and info."""
     def one_chain(carry, params):
         coeffs = method.prepare(params)
 
@@ -151,14 +169,22 @@ def _cached_runner(method, grad_fn, num_draws, thinning):
 
         return jax.lax.scan(outer, carry, None, length=num_draws)
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None)))
+    return one_chain
 
 
 @functools.lru_cache(maxsize=32)
 def _init_fn(method, grad_fn):
     # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
     # less (one initialisation per run; the chains' steps stay vmapped)
+    if method.adjusted:
+        run = _fn_init(method)
+        return lambda qs, ks: run(qs, ks, grad_fn)
     return jax.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
+
+
+@functools.lru_cache(maxsize=16)
+def _fn_init(method):
+    return jax.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
 
 
 def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:
@@ -526,6 +552,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
             break
         want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
+        if m.adjusted:  # an early ESS estimate is noisy: at most 4x per extension
+            want = min(want, 4 * done)
         goal = int(min(cap, block * math.ceil(want / block)))
     num_steps = done * thinning
     draws = _to_x(np.concatenate(chunks, axis=1), pre)
@@ -570,7 +598,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         if m.adjusted:
             from .adapt import verdict_problems
 
-            res.diagnostics.problems.extend(verdict_problems(chains, target_accept))
+            res.diagnostics.problems.extend(verdict_problems(
+                chains, target_accept, tuning, unconverged=bool(res.diagnostics.problems)))
         if not res.diagnostics.converged:
             warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning, stacklevel=2)
     return res

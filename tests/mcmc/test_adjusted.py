@@ -85,19 +85,26 @@ def test_unadjusted_scheme_is_biased_where_the_exact_one_is_not():
 
 def test_leapfrog_maps_in_the_tuning_rule_are_exact():
     # gamma = 0 on N(0, 1/lam): K leapfrog steps of size h rotate by K theta, cos theta = 1 - h^2 lam/2,
-    # so E[q_K | q_0] = cos(K theta) q_0; with acceptance 1 the rule's tau for one fixed K follows
+    # so E[q_K | q_0] = cos(K theta) q_0; with acceptance 1 the cost of mean length n is
+    # E K * max(tau(q), tau(q^2)), and the rule (a larger grid) can only do as well or better
     lam, h = 1.0, 0.4
     theta = math.acos(1 - h * h * lam / 2)
+    u = (np.arange(512) + 0.5) / 512
+
+    def cost(n):
+        ks = np.maximum(1, np.round(n * (0.5 + u)))
+        a = np.cos(ks * theta)
+        r1, r2 = a.mean(), (a**2).mean()
+        tau = max((1 + r1) / (1 - r1), (1 + r2) / (1 - r2))
+        return ks.mean() * tau, tau
+
     out = choose_trajectory([lam], h, acceptance=1.0)
-    n = out["num_leapfrog"]
-    ks = np.maximum(1, np.round(n * (0.5 + (np.arange(512) + 0.5) / 512)))
-    a = np.cos(ks * theta)
-    rho1, rho2 = a.mean(), (a**2).mean()
-    tau = max((1 + rho1) / (1 - rho1), (1 + rho2) / (1 - rho2))
-    assert out["gamma"] == 0.0 or out["tau"] <= tau + 1e-9  # gamma > 0 chosen only when better
+    best = min(cost(n)[0] for n in range(1, 9))  # integers 1..8 are on the rule's grid
+    assert out["grads_per_ess"] <= best * (1 + 1e-9)
     if out["gamma"] == 0.0 and out["alpha"] == 0.0:
-        assert out["tau"] == pytest.approx(tau, rel=1e-9)
-    assert out["grads_per_ess"] < 4.0  # a unit Gaussian needs few gradients per ESS
+        assert out["tau"] == pytest.approx(cost(out["num_leapfrog"])[1], rel=1e-9)
+    # friction or the flow step are chosen only where they beat every plain HMC length
+    assert out["grads_per_ess"] < best or (out["gamma"] == 0.0 and out["alpha"] == 0.0)
 
 
 @pytest.mark.parametrize("accept", [0.65, 0.9])
@@ -138,8 +145,8 @@ def test_default_is_exact_counts_every_gradient_and_reports_per_chain():
 
 @pytest.mark.slow
 def test_funnel_is_not_called_converged():
-    # Neal's funnel, d = 10: no global step size fits the neck; the run must say so
-    d = 10
+    # Neal's funnel, d = 4: no global step size fits the neck; the run must say so
+    d = 4
 
     def potential(z):
         return z[0] ** 2 / 18 + 0.5 * (d - 1) * z[0] + 0.5 * jnp.sum(z[1:] ** 2) * jnp.exp(-z[0])
@@ -147,10 +154,11 @@ def test_funnel_is_not_called_converged():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = sample(from_potential(potential, d, name="funnel"), seed=0, precondition="none",
-                     num_steps=400)
+                     num_steps=300)
     assert not res.converged
-    assert "divergent" in res.diagnostics.verdict() or "acceptance" in res.diagnostics.verdict()
-    assert "reparameterise" in res.diagnostics.verdict()
+    v = res.diagnostics.verdict()
+    assert "divergen" in v or "acceptance" in v  # divergences or acceptance are named
+    assert "reparameterise" in v
 
 
 def test_cli_json_has_per_chain_acceptance_and_total_gradients(capsys):
@@ -173,3 +181,17 @@ def test_blackjax_style_kernel_is_pure_and_reproducible():
     assert 1 <= int(ia.num_grads) <= 6 and ia.acceptance_rate.shape == ()
     with pytest.raises(ValueError, match="num_leapfrog"):
         hfhr_exact(lambda x: x @ x, 0.1, num_leapfrog=0.5)
+
+
+def test_verdict_names_divergences_and_acceptance_collapse():
+    from inertia.mcmc.adapt import verdict_problems
+
+    ok = {"divergences": [0, 0, 0, 0], "acceptance_rate": [0.8, 0.82, 0.79, 0.81], "step_size": 0.5}
+    assert verdict_problems(ok, 0.8) == []
+    div = dict(ok, divergences=[0, 3, 0, 0])
+    (p,) = verdict_problems(div, 0.8)
+    assert "3 divergent transitions" in p and "chains 1" in p and "reparameterise" in p
+    low = dict(ok, acceptance_rate=[0.8, 0.1, 0.79, 0.81])
+    assert "acceptance collapsed in chain 1" in verdict_problems(low, 0.8)[0]
+    apart = dict(ok, acceptance_rate=[0.95, 0.6, 0.9, 0.9])
+    assert "disagree" in verdict_problems(apart, 0.8)[0]
