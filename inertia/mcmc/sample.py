@@ -545,9 +545,12 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
 
         st = arviz_stats(kept)
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
-        if m.adjusted:  # the sds to the same relative precision as the means: MCSE <= sd/sqrt(N)
+        if m.adjusted:  # tail ESS too (Vehtari et al. 2021), and the sds to half the relative
+            # MCSE of the means: MCSE(sd) <= sd / (2 sqrt(N)), 0.025 sd at N = 400
+            tail = st["ess_tail"]
+            ess = min(ess, float(np.nanmin(tail)) if np.isfinite(tail).any() else 0.0)
             sd = kept.reshape(-1, kept.shape[-1]).std(axis=0)
-            rel = np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
+            rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
             ess = ess / max(rel, 1.0) ** 2
         if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
             break
