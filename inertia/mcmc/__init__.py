@@ -1,11 +1,12 @@
-"""inertia.mcmc: HFHR beside KLMC and ULA, with exact Gaussian diagnostics (spec HFHR.md)."""
+"""inertia.mcmc: exact (Metropolis-adjusted) HFHR, the default, and the unadjusted HFHR, KLMC and ULA
+schemes with exact Gaussian diagnostics (spec HFHR.md, docs/hfhr.md)."""
 from .._threads import blas_limited as _blas_limited
 from . import sample as _sample_module
 
 _sample_module.sample = _blas_limited(_sample_module.sample)  # one BLAS thread (inertia._threads)
 from .gaussian import GaussianDiagnostics, StationaryLaw, affine_map, propagate, stationary_affine, w2_gaussian
-from .kernels import (REGISTRY, Info, KineticState, LangevinState, Method, Params, get_method, hfhr,
-                      hfhr_rm, klmc, ula, uld_rm)
+from .kernels import (REGISTRY, ExactInfo, ExactState, Info, KineticState, LangevinState, Method,
+                      Params, get_method, hfhr, hfhr_exact, hfhr_rm, klmc, ula, uld_rm)
 from .nag import hfhr_euler_step, nag_sc, nag_to_hfhr
 from .sample import SampleResult, sample
 from .tuning import default_parameters, tune_ess, tune_gaussian
@@ -13,7 +14,7 @@ from .gaussian import chain_statistics
 
 __all__ = [
     "sample", "SampleResult", "REGISTRY", "get_method", "Method", "Params", "Info", "KineticState",
-    "LangevinState", "hfhr", "klmc", "ula", "hfhr_rm", "uld_rm", "GaussianDiagnostics", "StationaryLaw", "affine_map",
+    "LangevinState", "hfhr", "hfhr_exact", "ExactState", "ExactInfo", "klmc", "ula", "hfhr_rm", "uld_rm", "GaussianDiagnostics", "StationaryLaw", "affine_map",
     "propagate", "stationary_affine", "w2_gaussian", "nag_sc", "nag_to_hfhr", "hfhr_euler_step",
     "default_parameters", "tune_gaussian", "tune_ess", "chain_statistics",
 ]

@@ -1,4 +1,5 @@
-"""`inertia sample`: HFHR / KLMC / ULA chains on a built-in model, tuned automatically, with diagnostics.
+"""`inertia sample`: exact (Metropolis-adjusted) HFHR by default, or the unadjusted HFHR / KLMC / ULA
+schemes (fast, biased by O(h)), on a built-in model, tuned automatically, with diagnostics.
 
 Exit status: 0 when every parameter has R-hat <= 1.01 and bulk ESS >= 100 and no draw has a
 non-finite potential or gradient; 3 when not (unless --allow-unconverged); 2 on errors.
@@ -13,7 +14,7 @@ import numpy as np
 
 MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 # the registry's names, listed here so that parsing needs no JAX (tests check they agree)
-METHODS = ("hfhr", "hfhr-split", "klmc", "ula", "hfhr-rm", "uld-rm")
+METHODS = ("hfhr-exact", "hfhr", "hfhr-split", "klmc", "ula", "hfhr-rm", "uld-rm")
 EXIT_UNCONVERGED = 3
 
 
@@ -48,7 +49,8 @@ def _run(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the verdict is printed below instead
         res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma,
-                     alpha=args.alpha, num_chains=args.chains, num_steps=args.steps, seed=args.seed,
+                     alpha=args.alpha, num_leapfrog=args.num_leapfrog,
+                     target_accept=args.target_accept, num_chains=args.chains, num_steps=args.steps, seed=args.seed,
                      thinning=args.thinning, progress=not args.quiet, precondition=args.precondition,
                      bias_tol=args.bias_tol, target_ess=args.target_ess or None,
                      max_steps=args.max_steps, names=names)
@@ -64,11 +66,14 @@ def _run(args) -> int:
            "chains": res.num_chains, "steps": res.num_steps, "thinning": res.thinning,
            "burn_in": res.burn_in_default, "grad_evals": res.grad_evals,
            "warmup_grad_evals": res.warmup_grad_evals,
-           "grad_evals_total": (res.grad_evals + res.warmup_grad_evals) * res.num_chains,
+           "grad_evals_total": res.total_grad_evals, "total_grad_evals": res.total_grad_evals,
            "names": res.names, "mean": mean, "cov": cov, "tuning": res.tuning, "bias": res.bias,
            "converged": bool(dg.converged) if dg is not None else None,
-           "diagnostics": dg.to_dict() if dg is not None else None,
-           "summary": res.summary() if dg is not None else None}
+            "diagnostics": dg.to_dict() if dg is not None else None,
+            "summary": res.summary() if dg is not None else None}
+    if res.chains:  # exact kernel: per chain
+        out.update({k: res.chains[k] for k in ("acceptance_rate", "flow_acceptance_rate",
+                                               "divergences", "step_size")})
     if dg is not None:
         out["ess_min"] = dg.min_ess_bulk
         out["rhat_max"] = dg.worst_rhat
@@ -134,7 +139,8 @@ def _fraction(text):
 def add_parser(subparsers):
     """Add `inertia sample` to the top-level parser."""
     p = subparsers.add_parser(
-        "sample", help="sample a model with HFHR, KLMC or ULA (tuned automatically, diagnosed)",
+        "sample", help="sample a model with exact HFHR, or unadjusted HFHR, KLMC or ULA (tuned "
+                       "automatically, diagnosed)",
         description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", default="gaussian-kappa", metavar="MODEL",
                    help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, or a log "
@@ -147,13 +153,20 @@ def add_parser(subparsers):
                         "columns passed to a model file)")
     p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
     p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
-    p.add_argument("--method", choices=METHODS, default="hfhr", help="sampler")
+    p.add_argument("--method", choices=METHODS, default="hfhr-exact",
+                   help="sampler: hfhr-exact (Metropolis-adjusted, exact) or an unadjusted scheme "
+                        "(fast, biased by O(h))")
     p.add_argument("--step-size", type=float, default=None,
                    help="step h; when h, gamma and alpha are all omitted a warm-up chooses them "
-                        "(Laplace preconditioning, exact-Gaussian tuning, h vs h/2 bias check; see "
+                        "(hfhr-exact: dual averaging to --target-accept and gradients per ESS; the "
+                        "unadjusted schemes: exact-Gaussian tuning, h vs h/2 bias check; see "
                         "docs/hfhr.md)")
     p.add_argument("--gamma", type=float, default=None, help="friction (kinetic methods)")
     p.add_argument("--alpha", type=float, default=None, help="HFHR coefficient alpha >= 0")
+    p.add_argument("--num-leapfrog", type=float, default=None,
+                   help="hfhr-exact: mean leapfrog steps per trajectory (with --step-size)")
+    p.add_argument("--target-accept", type=float, default=None,
+                   help="hfhr-exact warm-up: acceptance rate the step size is tuned to (0.8)")
     p.add_argument("--precondition", choices=("auto", "laplace", "vi", "none"), default="auto",
                    help="warm-up preconditioner x = m + L z: auto (Laplace; VI where the Laplace "
                         "fit is unusable), laplace, vi (inertia.vi.fit, costlier), none")

@@ -44,7 +44,7 @@ def affine_map(method, params: Params, precision, mean=None):
     m = _method(method)
     P = jnp.asarray(precision, dtype=jnp.float64)
     mu = jnp.zeros(P.shape[0]) if mean is None else jnp.asarray(mean, dtype=jnp.float64)
-    A, c, Q = _affine_map(m, Params(*(jnp.float64(v) for v in params)), P, mu)
+    A, c, Q = _affine_map(m, Params(*(None if v is None else jnp.float64(v) for v in params)), P, mu)
     return np.asarray(A), np.asarray(c), np.asarray(Q)
 
 

@@ -19,8 +19,11 @@ class SampleResult:
     """Draws shaped (chain, draw, dim), per-step info shaped (chain, step), and the run's settings.
 
     `grad_evals` counts gradient evaluations per chain of the sampling run (the initial gradient
-    included); `warmup_grad_evals` those of the warm-up (Gaussian fit, curvature HVPs counted as two
-    gradients, warm-up chains). `diverged_at[c]` is the 1-based step at which chain c produced a
+    included; the chains' mean for kernels of random trajectory length); `warmup_grad_evals` those
+    of the warm-up (Gaussian fit, curvature HVPs counted as two gradients, one warm-up chain);
+    `total_grad_evals` every gradient of the run: fit, HVPs, all warm-up and sampling chains.
+    `chains` (exact kernels) holds per-chain acceptance rates, divergences and the step size.
+    `diverged_at[c]` is the 1-based step at which chain c produced a
     non-finite position or gradient (0 if it never did); its later draws are NaN. `diagnostics`
     (`inertia.diagnostics.Diagnostics`) summarises the draws after the default burn-in; `tuning`
     says how (h, gamma, alpha) were chosen; `bias` estimates the discretisation bias of the chosen h
@@ -45,6 +48,8 @@ class SampleResult:
     burn_in_default: float = 0.5
     preconditioner: Optional[tuple] = None  # (mean, factor): the chains ran on z, x = mean + factor z
     model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
+    total_grad_evals: int = 0
+    chains: Optional[dict] = None
 
     @property
     def converged(self) -> bool:
@@ -95,9 +100,16 @@ class SampleResult:
         """Human-readable account: parameters and how they were chosen, summary table, bias, verdict."""
         lines = [f"{self.method} {_fmt_params(self.params)}: {self.num_chains} chains x "
                  f"{self.num_steps} steps (thinning {self.thinning}); {self.grad_evals} gradients per "
-                 f"chain + {self.warmup_grad_evals} in warm-up"]
+                 f"chain + {self.warmup_grad_evals} in warm-up; {self.total_grad_evals} in all "
+                 "(fit, warm-up and every chain)"]
         if self.tuning:
             lines.append("tuning: " + describe_tuning(self.tuning))
+        if self.chains:
+            c = self.chains
+            lines.append(f"exact (Metropolis-adjusted) chains, step size {c['step_size']:.4g}: "
+                         + "; ".join(f"chain {i}: acceptance {a:.3f}, {n} divergences"
+                                     for i, (a, n) in enumerate(zip(c["acceptance_rate"],
+                                                                    c["divergences"]))))
         if self.diagnostics is not None:
             lines.append(self.diagnostics.table(max_rows))
         if self.bias:
@@ -144,12 +156,30 @@ class SampleResult:
 
 
 def _runner(method: Method, grad_fn, num_draws: int, thinning: int):
-    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps."""
+    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps. Adjusted kernels
+    take their (V, grad V) function as a pytree argument (`adapt.frame_value_and_grad`), so one
+    compilation serves every preconditioning frame of the same shapes."""
+    if method.adjusted:
+        run = _cached_fn_runner(method, int(num_draws), int(thinning))
+        return lambda carry, params: run(carry, params, grad_fn)
     return _cached_runner(method, grad_fn, int(num_draws), int(thinning))
 
 
 @functools.lru_cache(maxsize=32)
+def _cached_fn_runner(method, num_draws, thinning):
+    def one_chain(carry, params, fn):
+        return _chain_scan(method, fn, num_draws, thinning)(carry, params)
+
+    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+
+
+@functools.lru_cache(maxsize=32)
 def _cached_runner(method, grad_fn, num_draws, thinning):
+    return jax.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)))
+
+
+def _chain_scan(method, grad_fn, num_draws, thinning):
+    """One chain: a scan over draws of a scan over `thinning` steps, recording positions and info."""
     def one_chain(carry, params):
         coeffs = method.prepare(params)
 
@@ -178,14 +208,22 @@ def _cached_runner(method, grad_fn, num_draws, thinning):
 
         return jax.lax.scan(outer, carry, None, length=num_draws)
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None)))
+    return one_chain
 
 
 @functools.lru_cache(maxsize=32)
 def _init_fn(method, grad_fn):
     # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
     # less (one initialisation per run; the chains' steps stay vmapped)
+    if method.adjusted:
+        run = _fn_init(method)
+        return lambda qs, ks: run(qs, ks, grad_fn)
     return jax.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
+
+
+@functools.lru_cache(maxsize=16)
+def _fn_init(method):
+    return jax.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
 
 
 def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:
@@ -241,6 +279,10 @@ def _fmt_params(p: dict) -> str:
 
 def describe_tuning(t: dict) -> str:
     """One paragraph on how the warm-up chose the parameters."""
+    if t.get("kind") == "adaptation":
+        from .adapt import describe_adaptation
+
+        return describe_adaptation(t)
     tu = t["tuning"]
     cur = "; ".join(f"{c['where']}: [{c['min']:.3g}, {c['max']:.3g}]" for c in t["curvature"])
     chk = t["bias_checks"][-1] if t["bias_checks"] else None
@@ -358,17 +400,36 @@ def _params_of(d: dict) -> Params:
     return Params(float(d["step_size"]), float(d.get("gamma", 1.0)), float(d.get("alpha", 0.0)))
 
 
+def _model_fn(m: Method, target):
+    """What the kernel's step takes: grad V, or (V, grad V) for adjusted kernels."""
+    if m.adjusted:
+        from .adapt import value_and_grad_fn
+
+        return value_and_grad_fn(target)
+    return target.grad
+
+
 DEFAULT_TARGET_ESS = 400.0
+DEFAULT_METHOD = "hfhr-exact"
+MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance after divergences
 
 
-def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=None,
-           num_chains: int = 4, num_steps: Optional[int] = None, seed: int = 0, thinning: int = 1,
-           init=None, on_divergence: str = "raise", progress: bool = False,
+def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, alpha=None,
+           num_leapfrog=None, num_chains: int = 4, num_steps: Optional[int] = None, seed: int = 0,
+           thinning: int = 1, init=None, on_divergence: str = "raise", progress: bool = False,
            precondition: str = "auto", bias_tol: float = 0.03, target_ess: Optional[float] = None,
-           max_steps: Optional[int] = None, names=None, diagnostics: bool = True) -> SampleResult:
+           max_steps: Optional[int] = None, names=None, diagnostics: bool = True,
+           target_accept: Optional[float] = None) -> SampleResult:
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
-    With step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
+    The default method "hfhr-exact" is exact (Metropolis-adjusted HFHR, invariant law pi x N):
+    with step_size, gamma, alpha and num_leapfrog all None its warm-up (`inertia.mcmc.adapt`) fits
+    the same preconditioner, sets h by dual averaging to `target_accept` (default 0.8) and the
+    trajectory length, gamma and alpha by the fewest gradients per effective sample; divergences
+    (|energy error| > 1000) after warm-up, a collapsed acceptance rate, R-hat or ESS make the
+    verdict NOT CONVERGED. The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
+    gradient on near-Gaussian targets but biased by O(h); for them:
+    with step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
     fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";
     "laplace"; "none": identity factor), runs the chains in whitened coordinates x = m + L z,
     tunes (h, gamma, alpha) exactly on a Gaussian with the measured whitened curvature (stationary
@@ -388,6 +449,10 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     is not converged.
     """
     m = get_method(method) if isinstance(method, str) else method
+    if num_leapfrog is not None and "num_leapfrog" not in m.uses:
+        raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
+    if target_accept is not None and not (m.adjusted and 0.0 < target_accept < 1.0):
+        raise ValueError("target_accept must be in (0, 1) and applies to the exact kernel only")
     if num_steps is None:  # run until the diagnostics can pass (Vehtari et al. 2021: ESS >= 400)
         num_steps, target_ess = 1000, (DEFAULT_TARGET_ESS if target_ess is None else target_ess)
     if on_divergence not in ("raise", "stop"):
@@ -405,23 +470,50 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
         raise ValueError(f"init must have shape ({target.dim},) or (num_chains, {target.dim}) = "
                          f"({num_chains}, {target.dim}); got {np.shape(init)}")
     names = parameter_names(target, names)
-    auto = step_size is None and gamma is None and alpha is None
+    auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
     chain_keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
     split3 = jax.vmap(lambda k: jax.random.split(k, 3))(chain_keys)
     zeros = jnp.zeros(num_chains, dtype=jnp.int64)
-    tuning, bias, pre, warm_grads = None, None, None, 0
+    tuning, bias, pre, warm_grads, total_warm = None, None, None, 0, 0
+    run_fn = None
     from ..progress import progress as progress_bar
 
     bar = progress_bar(f"sample {m.name}", progress)
     bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
-    if auto:
+    if m.adjusted:
+        from .adapt import TARGET_ACCEPT, run_adaptation
+
+        target_accept = TARGET_ACCEPT if target_accept is None else float(target_accept)
+        if auto:
+            run_target, fit, params, state, run_fn, tuning = run_adaptation(
+                target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
+                seed=seed, target_accept=target_accept)
+            pre = (fit.mean, fit.factor)
+            total_warm = int(tuning["grad_evals"])
+            warm_grads = int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains))
+        else:
+            if step_size is None:
+                raise ValueError(f"{m.name}: pass step_size (gamma, alpha default to 0, "
+                                 "num_leapfrog to 1), or none of them for the automatic warm-up")
+            params = Params(float(step_size), float(gamma or 0.0), float(alpha or 0.0),
+                            float(1.0 if num_leapfrog is None else num_leapfrog))
+            msg = m.check(params, None)
+            if msg:
+                raise ValueError(f"{m.name}: {msg}")
+            run_target = target
+            run_fn = _model_fn(m, target)
+            q0 = _initial_positions(target, init, split3[:, 0])
+            state = _start(m, run_fn, q0, split3[:, 1])
+            total_warm = num_chains  # the initial gradients
+        block = 1000
+    elif auto:
         if m.transition is None:
             raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
                              "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
         from .warmup import BLOCK, run_warmup
 
         def wrunner(wt, pd, start, key, steps):
-            p = Params(*(jnp.float64(v) for v in _params_of(pd)))
+            p = Params(*(None if v is None else jnp.float64(v) for v in _params_of(pd)))
             ks = jax.random.split(key, 2 * num_chains)
             st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
             c = (st, ks[num_chains:], zeros, zeros)
@@ -434,6 +526,8 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
         params = _params_of(tuned)
         pre = (fit.mean, fit.factor)
         warm_grads = int(tuning["grad_evals"])
+        chain_warm = warm_grads - int(tuning["fit"]["grad_evals"]) - 2 * int(tuning["hvp_evals"])
+        total_warm = warm_grads - chain_warm + num_chains * chain_warm
         block = BLOCK
         chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
         bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
@@ -449,8 +543,9 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
         block = 1000
         bias = _gaussian_bias(target, m, params)
     carry = (state, split3[:, 2], zeros, zeros)
-    jparams = Params(*(jnp.float64(v) for v in params))
+    jparams = Params(*(None if v is None else jnp.float64(v) for v in params))
     burn = 0.0 if auto else 0.5
+    run_fn = _model_fn(m, run_target) if run_fn is None else run_fn
 
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
@@ -460,14 +555,28 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     def show(n):
         bar.update(n * thinning)
 
-    chunks, infos, done = [], [], 0
+    chunks, infos, done, goal0, retries, discarded = [], [], 0, goal, 0, 0
     while True:
-        carry, dr, inf = _advance(m, run_target.grad, carry, jparams, goal - done, thinning, block,
+        carry, dr, inf = _advance(m, run_fn, carry, jparams, goal - done, thinning, block,
                                   show if progress else None)
         chunks.append(dr)
         infos.append(inf)
         done = goal
-        if target_ess is None or np.asarray(carry[2]).any() or done >= cap:
+        if np.asarray(carry[2]).any():
+            break
+        if m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos):
+            if auto and retries < MAX_RETRIES:  # warm up again at a higher target acceptance
+                from .adapt import readapt
+
+                discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
+                params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
+                                        params, tuning)
+                jparams = Params(*(jnp.float64(v) for v in params))
+                carry = (state,) + tuple(carry[1:])
+                chunks, infos, done, goal, retries = [], [], 0, goal0, retries + 1
+                continue
+            break  # divergences make the verdict NOT CONVERGED however long the chains run
+        if target_ess is None or done >= cap:
             break
         x = _to_x(np.concatenate(chunks, axis=1), pre)
         kept = x[:, int(round(burn * x.shape[1])):]
@@ -475,10 +584,19 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
 
         st = arviz_stats(kept)
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
+        if m.adjusted:  # tail ESS too (Vehtari et al. 2021), and the sds to half the relative
+            # MCSE of the means: MCSE(sd) <= sd / (2 sqrt(N)), 0.025 sd at N = 400
+            tail = st["ess_tail"]
+            ess = min(ess, float(np.nanmin(tail)) if np.isfinite(tail).any() else 0.0)
+            sd = kept.reshape(-1, kept.shape[-1]).std(axis=0)
+            rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
+            ess = ess / max(rel, 1.0) ** 2
         bar.update(0, min_ess=round(ess), max_rhat=float(np.nanmax(st["rhat"])))
         if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
             break
         want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
+        if m.adjusted:  # an early ESS estimate is noisy: at most 4x per extension
+            want = min(want, 4 * done)
         goal = int(min(cap, block * math.ceil(want / block)))
         bar.extend(goal * thinning)
     bar.close()
@@ -496,18 +614,40 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
         if on_divergence == "raise":
             raise FloatingPointError(msg)
         warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning, stacklevel=2)
+    if m.adjusted:
+        from .adapt import chain_summary
+
+        chains = chain_summary(info, int(round(burn * info["num_grads"].shape[1])))
+        per_chain = np.asarray(chains["grad_evals"])
+        grad_evals = int(round(float(np.mean(per_chain)))) + (0 if auto else 1)
+        total = total_warm + int(per_chain.sum()) + discarded
+        if auto:
+            total_warm = int(tuning["grad_evals"]) + discarded
+            warm_grads = int(tuning["fit"]["grad_evals"] + round(
+                (tuning["chain_grad_evals"] + discarded) / num_chains))
+            total = total_warm + int(per_chain.sum())
+    else:
+        chains = None
+        grad_evals = 1 + m.grads_per_step * int(num_steps)
+        total = (total_warm if auto else 0) + num_chains * grad_evals
     res = SampleResult(
         draws=draws, info=info, method=m.name,
         params={k: v for k, v in params._asdict().items() if k in m.uses},
         num_steps=int(num_steps), thinning=int(thinning),
-        grad_evals=1 + m.grads_per_step * int(num_steps), seed=int(seed), diverged_at=diverged,
+        grad_evals=grad_evals, seed=int(seed), diverged_at=diverged,
         final_state=jax.tree_util.tree_map(np.asarray, carry[0]), tuning=tuning, bias=bias,
-        names=names, warmup_grad_evals=warm_grads, burn_in_default=burn, preconditioner=pre)
+        names=names, warmup_grad_evals=warm_grads, burn_in_default=burn, preconditioner=pre,
+        total_grad_evals=int(total), chains=chains)
     from ..results.build import model_info
 
     res.model_info = model_info(target)
     if diagnostics and res.draws.shape[1] - int(round(burn * res.draws.shape[1])) >= 4:
         res.diagnostics = diagnose_result(target, res)
+        if m.adjusted:
+            from .adapt import verdict_problems
+
+            res.diagnostics.problems.extend(verdict_problems(
+                chains, target_accept, tuning, unconverged=bool(res.diagnostics.problems)))
         if not res.diagnostics.converged:
             warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning, stacklevel=2)
     return res

@@ -27,7 +27,7 @@ def test_known_moments_within_mcse_plus_reported_bias(kappa100, precondition):
     # correlated Gaussian, kappa = 100; unpreconditioned the tuner must cope with kappa itself
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = sample(kappa100, seed=1, precondition=precondition, target_ess=400)
+        res = sample(kappa100, "hfhr", seed=1, precondition=precondition, target_ess=400)
     dg = res.diagnostics
     assert dg.converged and dg.min_ess_bulk >= 400 and dg.worst_rhat <= 1.01
     mu = np.asarray(kappa100.info["mean"])
@@ -62,8 +62,8 @@ def test_known_moments_within_mcse_plus_reported_bias(kappa100, precondition):
 
 
 def test_wdbc_default_run_converges_or_exits_nonzero(capsys):
-    rc = main(["sample", "--model", "logistic", "--data", "wdbc", "--seed", "0", "--quiet",
-               "--json"])
+    rc = main(["sample", "--model", "logistic", "--data", "wdbc", "--method", "hfhr", "--seed", "0",
+               "--quiet", "--json"])
     out = json.loads(capsys.readouterr().out)
     dg = out["diagnostics"]
     assert rc in (0, 3) and (rc == 0) == out["converged"]
@@ -154,7 +154,7 @@ def test_cli_methods_match_registry_and_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["sample", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "(default: 400.0)" in text and "(default: hfhr)" in text and "--allow-unconverged" in text
+    assert "(default: 400.0)" in text and "(default: hfhr-exact)" in text and "--allow-unconverged" in text
     with pytest.raises(SystemExit):
         main(["sample", "--chains", "0"])
 

@@ -29,8 +29,8 @@ def test_sample_json_gaussian(capsys):
 
 
 def test_sample_bad_alpha_exit_code(capsys):
-    rc = main(["sample", "--dim", "3", "--kappa", "10", "--step-size", "0.1", "--alpha", "100",
-               "--steps", "10", "--quiet"])
+    rc = main(["sample", "--dim", "3", "--kappa", "10", "--method", "hfhr", "--step-size", "0.1",
+               "--alpha", "100", "--steps", "10", "--quiet"])
     assert rc == 2
     assert "alpha * step_size * L" in capsys.readouterr().err
 

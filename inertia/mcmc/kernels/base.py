@@ -36,11 +36,13 @@ class Info(NamedTuple):
 
 
 class Params(NamedTuple):
-    """Step size h, friction gamma, high-resolution coefficient alpha (ignored where unused)."""
+    """Step size h, friction gamma, high-resolution coefficient alpha, mean trajectory length
+    (leapfrog steps per iteration, adjusted kernels only); each ignored where unused."""
 
     step_size: Any
     gamma: Any
     alpha: Any
+    num_leapfrog: Any = None
 
 
 class SamplingAlgorithm(NamedTuple):
@@ -58,6 +60,7 @@ class Method(NamedTuple):
     noise)` is the same step written as an affine map of the phase ((q,) or (q, p)), the gradient
     at q and standard normal `noise` (a pytree from `draw_noise(key, dim)`): linear schemes only.
     `check(params, L)` returns an error message when the parameters are unstable or invalid.
+    `adjusted` kernels carry V(q) and take `value_and_grad` (V, grad V) in place of `grad_fn`.
     """
 
     name: str
@@ -71,6 +74,7 @@ class Method(NamedTuple):
     transition: Optional[Callable] = None
     draw_noise: Optional[Callable] = None
     description: str = ""
+    adjusted: bool = False
 
 
 def _series(x, coef):

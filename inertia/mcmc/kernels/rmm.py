@@ -24,7 +24,8 @@ class Coefficients(NamedTuple):
 
 
 def prepare(params: Params) -> Coefficients:
-    return Coefficients(*(jnp.asarray(v, dtype=jnp.float64) for v in params))
+    return Coefficients(*(jnp.asarray(v, dtype=jnp.float64)
+                          for v in (params.step_size, params.gamma, params.alpha)))
 
 
 def draw_noise(key, dim):

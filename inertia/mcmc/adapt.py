@@ -1,0 +1,363 @@
+"""Warm-up of the exact (Metropolis-adjusted) HFHR kernel: preconditioner, dual averaging, trajectory.
+
+1. Fit N(m, L L^T) (`warmup.fit_gaussian`: Laplace, VI where that is unusable) and run the chains
+   on V_w(z) = V(m + L z) (`warmup.whiten`).
+2. Stage 1 (STAGE1 iterations): alpha = 0, gamma = 0, trajectory time T0 = 1.5 (in whitened units,
+   about a quarter period of a unit-scale direction); the step size by dual averaging to
+   `target_accept` (Hoffman & Gelman 2014, algorithm 5, on the chains' mean acceptance).
+3. Frame: the covariance S of the second half of the stage-1 draws (shrunk towards I;
+   per-coordinate variances when there are too few draws for a dense estimate) refines the frame,
+   z = mean + C w with C C^T = S (what NUTS's dense mass matrix adapts).
+4. Stage 2 (STAGE2 iterations): dual averaging again in the new frame, still at T0; its averaged
+   step size is the sampling one.
+5. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
+   effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the second half
+   of the stage-2 draws (`denoised_eigenvalues`), at that h and the measured acceptance. While the second half of the
+   last stage-2 run has divergences (the step is too large for a region the chains reach),
+   stage 2 is rerun at the chosen trajectory with target acceptance 1 - (1 - delta)/2, at most
+   MAX_RAISES times (0.8 -> 0.9 -> 0.95 -> 0.975).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .kernels.base import Params
+
+TARGET_ACCEPT = 0.8
+STAGE1, STAGE2 = 150, 150  # equal: one compilation
+T0 = 1.5
+SHRINK = 10.0  # pseudo-draws of the identity in the warm-up covariance
+MAX_RAISES = 3  # stage 2 reruns with target acceptance 1 - (1 - delta)/2 while warm-up diverges
+MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10 allows 1023)
+# dual averaging constants of Hoffman & Gelman (2014)
+DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
+
+
+def value_and_grad_fn(target):
+    """(V, grad V) of a target in one pass (autodiff of its potential), as a pytree function."""
+    return jax.tree_util.Partial(_vg(target))
+
+
+def frame_value_and_grad(target, mean, factor):
+    """(V_w, grad V_w) of V_w(z) = V(mean + factor z) as a pytree function whose arrays are traced:
+    one compilation of the chains serves every frame of the same shapes."""
+    return jax.tree_util.Partial(_frame_fn(target), jnp.asarray(mean, dtype=jnp.float64),
+                                 jnp.asarray(factor, dtype=jnp.float64))
+
+
+@functools.lru_cache(maxsize=32)
+def _vg(target):
+    return jax.value_and_grad(target.potential)
+
+
+def _frame_vg(parent, mean, factor, z):
+    v, g = parent(mean + factor @ z)
+    return v, factor.T @ g
+
+
+@functools.lru_cache(maxsize=32)
+def _frame_fn(target):
+    return functools.partial(_frame_vg, _vg(target))
+
+
+@functools.lru_cache(maxsize=16)
+def _adapt_runner(method, num_iters: int):
+    """jit of a scan over iterations: every chain steps at the shared h = exp(log h), then the
+    dual-averaging state (shrinking towards log h = mu) moves with the chains' mean acceptance. Trajectory time T > 0 sets
+    n = clip(T / h, 1, MAX_LEAPFROG)."""
+
+    def run(vg, states, key, log_h0, mu, gamma, alpha, time, delta):
+        nc = states.position.shape[0]
+
+        def body(carry, i):
+            st, log_h, log_hbar, hbar = carry
+            h = jnp.exp(log_h)
+            n = jnp.clip(time / h, 1.0, MAX_LEAPFROG)
+            coeffs = method.prepare(Params(h, gamma, alpha, n))
+            keys = jax.random.split(jax.random.fold_in(key, i), nc)
+            st, info = jax.vmap(lambda k, s: method.step(k, s, coeffs, vg))(keys, st)
+            acc = jnp.mean(jnp.nan_to_num(info.acceptance_rate))
+            t = i + 1.0
+            hbar = (1.0 - 1.0 / (t + DA_T0)) * hbar + (delta - acc) / (t + DA_T0)
+            log_h = mu - jnp.sqrt(t) / DA_GAMMA * hbar
+            w = t ** (-DA_KAPPA)
+            log_hbar = w * log_h + (1.0 - w) * log_hbar
+            return (st, log_h, log_hbar, hbar), (st.position, info.acceptance_rate,
+                                                  info.diverging, info.num_grads)
+
+        init = (states, log_h0, log_h0, jnp.float64(0.0))
+        (st, _, log_hbar, _), rec = jax.lax.scan(body, init, jnp.arange(num_iters))
+        return st, jnp.exp(log_hbar), rec
+
+    return jax.jit(run)
+
+
+def draws_covariance(z):
+    """(mean, covariance) of draws (chain, draw, d) pooled, shrunk towards I by SHRINK pseudo-draws;
+    diagonal when there are fewer than 10 d draws."""
+    flat = z.reshape(-1, z.shape[-1])
+    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    d = z.shape[-1]
+    n = flat.shape[0]
+    if n < 2:
+        return np.zeros(d), np.eye(d)
+    S = np.atleast_2d(np.cov(flat, rowvar=False)) if n >= 10 * d else np.diag(flat.var(0, ddof=1))
+    S = np.clip(S, -1e8, 1e8)
+    return flat.mean(0), (n * S + SHRINK * np.eye(d)) / (n + SHRINK)
+
+
+def denoised_eigenvalues(z):
+    """Eigenvalues of the covariance of draws (chain, draw, d) with the sampling noise of an
+    identity covariance removed: with c = d / n (n = half the pooled draws, for autocorrelation),
+    eigenvalues inside the Marchenko-Pastur bulk [(1 - sqrt c)^2, (1 + sqrt c)^2] become 1 and the
+    others are divided by the nearer edge."""
+    _, S = draws_covariance(z)
+    w = np.clip(np.linalg.eigvalsh(S), 1e-8, 1e8)
+    c = min(z.shape[-1] / max(0.5 * z.shape[0] * z.shape[1], 1.0), 0.25)
+    lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
+    return np.where(w > hi, w / hi, np.where(w < lo, w / lo, 1.0))
+
+
+def _length_weights(ns, kmax, points=512):
+    """P(K = k) for k = 1..kmax under K = max(1, round(n (1/2 + u))), one row per n."""
+    u = (np.arange(points) + 0.5) / points
+    K = np.maximum(1, np.round(np.asarray(ns)[:, None] * (0.5 + u[None, :]))).astype(int)
+    W = np.zeros((len(ns), kmax))
+    for i, row in enumerate(K):
+        W[i] = np.bincount(np.minimum(row, kmax) - 1, minlength=kmax)[:kmax] / points
+    return W
+
+
+def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT) -> dict:
+    """Fewest gradients per effective sample of the exact kernel on N(0, diag(1/lambda)).
+
+    On a Gaussian the leapfrog/refresh trajectory is linear: E[q_K | q_0] = a_K q_0 per direction
+    (a_K the (q, q) entry of the product of leapfrog maps and partial refreshes e^{-gamma h}), and
+    a MALA step of size eps has a = 1 - eps lambda. With acceptance r (trajectory: the measured
+    rate, for both: a flow step of eps = h^2/2 is one leapfrog step from a fresh momentum) and a
+    rejection keeping q, the lag-1
+    autocorrelations of q and q^2 are rho1 = r E a + 1 - r and rho2 = r E a^2 + 1 - r (products over
+    the two halves), and tau = (1 + rho)/(1 - rho). Minimises E[gradients per iteration] times the
+    largest tau over directions and over q, q^2, on a grid of n (mean leapfrog steps), gamma
+    (0, 1/4 .. 2 sqrt(lambda_min)) and eps in {0, 1/2, 1} h^2/2; alpha = eps / h.
+    """
+    lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))
+    h = float(step_size)
+    r = float(np.clip(acceptance, 0.05, 1.0))
+    ns = np.unique(np.round(np.geomspace(1, MAX_LEAPFROG, 40))).astype(int)
+    kmax = int(np.ceil(1.5 * ns[-1])) + 1
+    W = _length_weights(ns, kmax)
+    cost_k = W @ np.arange(1, kmax + 1)
+    gammas = np.array([0.0, 0.25, 0.5, 1.0, 2.0]) * math.sqrt(lam[0])
+    flows = np.array([0.0, 0.5, 1.0])
+    best = None
+    for g in gammas:
+        eta = math.exp(-g * h)
+        # leapfrog B A B on V = lam q^2 / 2 as a 2x2 map per direction, then O = diag(1, eta)
+        phi = np.empty((lam.size, 2, 2))
+        phi[:, 0, 0] = 1 - 0.5 * h * h * lam
+        phi[:, 0, 1] = h
+        phi[:, 1, 0] = -h * lam * (1 - 0.25 * h * h * lam)
+        phi[:, 1, 1] = 1 - 0.5 * h * h * lam
+        step = phi @ np.diag([1.0, eta])
+        M = phi.copy()
+        a = np.empty((kmax, lam.size))
+        for k in range(kmax):
+            a[k] = M[:, 0, 0]
+            M = step @ M
+        ea, ea2 = W @ a, W @ a**2  # (n, d)
+        r1t, r2t = r * ea + 1 - r, r * ea2 + 1 - r
+        for f in flows:
+            if f > 0:
+                eps = f * h * h / 2
+                rm = r
+                am = 1 - eps * lam
+                r1m, r2m = rm * am + 1 - rm, rm * am**2 + 1 - rm
+            else:
+                eps, rm, r1m, r2m = 0.0, 1.0, 1.0, 1.0
+            r1, r2 = r1t * r1m, r2t * r2m
+            with np.errstate(divide="ignore", invalid="ignore"):
+                tau = np.maximum((1 + r1) / (1 - r1), (1 + r2) / (1 - r2))
+            tau = np.where((np.abs(r1) < 1) & (r2 < 1), tau, np.inf).max(axis=1)
+            cost = (cost_k + (f > 0)) * tau
+            i = int(np.argmin(cost))
+            if best is None or cost[i] < best["grads_per_ess"]:
+                best = {"num_leapfrog": float(ns[i]), "gamma": float(g), "alpha": eps / h,
+                        "grads_per_ess": float(cost[i]), "tau": float(tau[i]),
+                        "flow_acceptance": rm}
+    best.update(step_size=h, acceptance=r, eigenvalues=[float(lam[0]), float(lam[-1])])
+    return best
+
+
+def raised(accept):
+    """The next target acceptance after divergences: 1 - (1 - delta) / 2."""
+    return 1.0 - 0.5 * (1.0 - accept)
+
+
+def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
+    """STAGE2 iterations of dual averaging at trajectory time `time`, friction gamma and flow step
+    eps, from step h: (states, averaged h, record, gradients, second-half draws if `keep`)."""
+    log_h = jnp.log(jnp.float64(h))
+    state, h2, (z, acc, div, ng) = _adapt_runner(method, STAGE2)(
+        vg, state, key, log_h, log_h, jnp.float64(gamma), jnp.float64(eps / h), jnp.float64(time),
+        jnp.float64(accept))
+    acc, div = np.asarray(acc), np.asarray(div)
+    stage = {"iterations": STAGE2, "target_accept": float(accept), "step_size": float(h2),
+             "acceptance": float(np.nanmean(acc[STAGE2 // 2:])), "divergences": int(div.sum()),
+             "late_divergences": int(div[STAGE2 // 2:].sum())}  # once dual averaging has settled
+    z = np.swapaxes(np.asarray(z)[STAGE2 // 2:], 0, 1) if keep else None
+    return state, float(h2), stage, int(np.sum(np.asarray(ng))), z
+
+
+def readapt(method, vg, state, key, params: Params, report: dict):
+    """After divergences while sampling: stage 2 again from the chains' states at the raised target
+    acceptance (same trajectory time, gamma and alpha h); updates `report`, returns (Params, states)."""
+    accept = raised(report["final_accept"])
+    T = params.step_size * params.num_leapfrog
+    eps = params.alpha * params.step_size
+    state, h, stage, g, _ = _stage2(method, vg, state, key, params.step_size, params.gamma, eps,
+                                    T, accept)
+    stage["after_sampling_divergences"] = True
+    report["stage2_runs"].append(stage)
+    report.update(stage2=stage, final_accept=accept)
+    report["chain_grad_evals"] += g
+    report["grad_evals"] += g
+    return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG))), state
+
+
+def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
+                   target_accept=TARGET_ACCEPT):
+    """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
+    report)."""
+    from .sample import _start
+    from .warmup import fit_gaussian, whiten
+
+    fit = fit_gaussian(target, precondition, seed=seed)
+    vg = frame_value_and_grad(target, fit.mean, fit.factor)
+    d = target.dim
+    k0, k1, k2, k3 = jax.random.split(key, 4)
+    z0 = np.asarray(jax.random.normal(k0, (num_chains, d), dtype=jnp.float64))
+    if init is not None:
+        x = np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d))
+        z0 = np.linalg.solve(fit.factor, (x - fit.mean).T).T
+    state = _start(method, vg, z0, jax.random.split(k1, num_chains))
+    h0 = min(1.0, 1.5 * d ** -0.25)
+    log_h0 = jnp.log(jnp.float64(h0))
+    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
+        vg, state, k2, log_h0, log_h0 + math.log(10.0), jnp.float64(0.0), jnp.float64(0.0),
+        jnp.float64(T0), jnp.float64(target_accept))
+    h1 = float(h1)
+    z1, acc1 = np.asarray(z1), np.asarray(acc1)
+    half = STAGE1 // 2
+    zs = np.swapaxes(z1[half:], 0, 1)
+    # refine the frame by the covariance of the draws (as NUTS's dense mass matrix): z = mz + C w
+    mz, S = draws_covariance(zs)
+    C = np.linalg.cholesky(S)
+    fit = dataclasses.replace(fit, mean=np.asarray(fit.mean) + np.asarray(fit.factor) @ mz,
+                              factor=np.asarray(fit.factor) @ C,
+                              kind=f"{fit.kind} + warm-up covariance")
+    wt = whiten(target, fit.mean, fit.factor)
+    vg = frame_value_and_grad(target, fit.mean, fit.factor)
+    w_last = np.linalg.solve(C, (np.asarray(state.position) - mz).T).T
+    state = _start(method, vg, w_last, jax.random.split(jax.random.fold_in(k1, 1), num_chains))
+    chain_grads = int(np.sum(np.asarray(ng1))) + 2 * num_chains
+    # stage 2: dual averaging in the new frame at the stage-1 trajectory time
+    state, h2, stage, g, w2 = _stage2(method, vg, state, jax.random.fold_in(k3, 0), h1, 0.0, 0.0,
+                                      T0, target_accept, keep=True)
+    chain_grads += g
+    lam = 1.0 / denoised_eigenvalues(w2)
+    choice = choose_trajectory(lam, h2, stage["acceptance"])
+    T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
+    h, accept, stages = h2, float(target_accept), [stage]
+    # divergences: the step is too large for a region the chains reach; demand more acceptance
+    for attempt in range(1, MAX_RAISES + 1):
+        if stages[-1]["late_divergences"] == 0:
+            break
+        accept = raised(accept)
+        state, h, stage, g, _ = _stage2(method, vg, state, jax.random.fold_in(k3, attempt), h,
+                                        choice["gamma"], eps, T, accept)
+        chain_grads += g
+        stages.append(stage)
+    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)))
+    report = {
+        "kind": "adaptation", "precondition": fit.kind,
+        "fit": {**fit.info, "grad_evals": fit.grad_evals},
+        "target_accept": float(target_accept), "stage1": {
+            "iterations": STAGE1, "step_size": h1, "acceptance": float(np.nanmean(acc1[half:])),
+            "divergences": int(np.sum(np.asarray(div1)))},
+        "spectrum": [float(lam.min()), float(lam.max())], "choice": choice,
+        "stage2": stages[-1], "stage2_runs": stages, "final_accept": accept,
+        "chain_grad_evals": chain_grads,  # all warm-up chains together, initial gradients included
+        "grad_evals": int(fit.grad_evals + chain_grads),
+    }
+    return wt, fit, params, state, vg, report
+
+
+def describe_adaptation(t: dict) -> str:
+    """One paragraph on how the exact kernel's warm-up chose its parameters."""
+    c, s1, s2 = t["choice"], t["stage1"], t["stage2"]
+    found = "found" if t["fit"].get("map_converged") else "NOT converged"
+    runs = t["stage2_runs"]
+    div = s1["divergences"] + sum(r["divergences"] for r in runs)
+    raised = (f", raised to {t['final_accept']:.3g} after warm-up divergences"
+              if len(runs) > 1 else "")
+    return (f"{t['precondition']} preconditioner (x = m + L z; MAP {found}); step size by dual "
+            f"averaging to acceptance {t['target_accept']:.2f}{raised} ({s1['iterations']} + "
+            f"{len(runs)} x {s2['iterations']} iterations: h = {s1['step_size']:.3g} then "
+            f"{s2['step_size']:.3g}, acceptance {s2['acceptance']:.2f}, {div} warm-up "
+            f"divergences); whitened spectrum from warm-up draws [{t['spectrum'][0]:.3g}, "
+            f"{t['spectrum'][1]:.3g}]; trajectory length {c['num_leapfrog']:.0f} leapfrog steps, "
+            f"gamma = {c['gamma']:.3g}, alpha = {c['alpha']:.3g} by the fewest gradients per "
+            f"effective sample on a Gaussian with that spectrum ({c['grads_per_ess']:.1f})")
+
+
+def chain_summary(info: dict, burn: int = 0) -> dict:
+    """Per chain: mean acceptance rate (trajectory test, and gradient-flow step), divergences,
+    gradients."""
+    sl = slice(burn, None)
+    return {"acceptance_rate": np.nanmean(info["acceptance_rate"][:, sl], axis=1).tolist(),
+            "flow_acceptance_rate": np.nanmean(info["flow_acceptance_rate"][:, sl], axis=1).tolist(),
+            "divergences": np.sum(info["diverging"][:, sl], axis=1).astype(int).tolist(),
+            "step_size": float(np.asarray(info["step_size"]).reshape(-1)[0]),
+            "grad_evals": np.sum(info["num_grads"], axis=1).astype(int).tolist()}
+
+
+def verdict_problems(summary: dict, target_accept: float, tuning=None, unconverged=False) -> list:
+    """Reasons an exact run is not to be trusted beyond R-hat and ESS: divergences after warm-up,
+    a chain whose acceptance collapsed, chains that disagree on acceptance; and, when the run is
+    not converged for any reason, warm-up divergences that forced the target acceptance up."""
+    out = []
+    div = summary["divergences"]
+    if sum(div) > 0:
+        bad = [str(c) for c, n in enumerate(div) if n]
+        out.append(f"{sum(div)} divergent transitions after warm-up (|energy error| > 1000; chains "
+                   f"{', '.join(bad)}): one global step size h = {summary['step_size']:.3g} cannot "
+                   "resolve the curvature in some region (e.g. a funnel's neck), which the chains "
+                   "then under-sample, so the estimates are biased; reparameterise the model (e.g. "
+                   "non-centred hierarchical parameters)")
+    acc = np.asarray(summary["acceptance_rate"])
+    if acc.size and np.nanmin(acc) < 0.5 * target_accept:
+        c = int(np.nanargmin(acc))
+        out.append(f"acceptance collapsed in chain {c} ({acc[c]:.2f} against the "
+                   f"{target_accept:.2f} target): the step size does not fit the geometry that chain "
+                   "met; reparameterise the model")
+    elif acc.size > 1 and np.nanmax(acc) - np.nanmin(acc) > 0.2:
+        out.append(f"chains disagree on acceptance ({np.nanmin(acc):.2f} to {np.nanmax(acc):.2f}): "
+                   "they see different geometry; reparameterise the model")
+    runs = (tuning or {}).get("stage2_runs", [])
+    if (out or unconverged) and len(runs) > 1:
+        out.append(f"divergences in warm-up forced the target acceptance up to "
+                   f"{tuning['final_accept']:.3g} (h = {summary['step_size']:.3g}): the curvature "
+                   "varies more than one global step size can follow (e.g. a funnel's neck); "
+                   "reparameterise the model")
+    return out
+
+
+__all__ = ["run_adaptation", "choose_trajectory", "chain_summary", "verdict_problems",
+           "describe_adaptation", "value_and_grad_fn", "TARGET_ACCEPT"]
