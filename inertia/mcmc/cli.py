@@ -22,6 +22,9 @@ def build_model(args):
     --data (built-in name or CSV with --response), graph-probit, or FILE.py:NAME (a user's model,
     CSV columns from --data). Names come from the target (`intercept` and columns, NumPyro sites)."""
     if args.model == "gaussian-kappa":
+        if args.data is not None or args.response is not None:
+            raise ValueError("--data and --response apply to logistic, probit, graph-probit and "
+                             "model files; gaussian-kappa takes --dim and --kappa")
         from inertia.targets import kappa_family
 
         return kappa_family(args.dim, args.kappa, seed=args.model_seed), None
@@ -30,7 +33,7 @@ def build_model(args):
     from inertia.targets import make_target
 
     target = make_target(args.model, data=args.data, prior_scale=args.prior_scale,
-                         response=args.response)
+                         response=args.response, drop_missing=args.drop_missing)
     return target, None
 
 
@@ -138,6 +141,9 @@ def add_parser(subparsers):
                    help="built-in data set name (e.g. wdbc) or a CSV path (GLM predictors, or the "
                         "columns passed to a model file)")
     p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="drop CSV rows with missing or non-finite cells (says how many); without "
+                        "it such a cell is an error naming its line and column")
     p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
     p.add_argument("--method", choices=METHODS, default="hfhr", help="sampler")
     p.add_argument("--step-size", type=float, default=None,
