@@ -44,12 +44,19 @@ def _run(args) -> int:
     from .sample import sample
 
     target, names = build_model(args)
+    # the API's rules (inertia.mcmc.sample): --steps alone runs exactly that many steps
+    steps, target_ess = args.steps, args.target_ess
+    if target_ess == 0:
+        steps, target_ess = steps or 1000, None
+    if args.max_steps is not None and steps is not None and target_ess is None:
+        raise ValueError("--max-steps caps the ESS rule; with --steps alone the run is exactly "
+                         "--steps steps (add --target-ess to run on)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the verdict is printed below instead
         res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma,
-                     alpha=args.alpha, num_chains=args.chains, num_steps=args.steps, seed=args.seed,
+                     alpha=args.alpha, num_chains=args.chains, num_steps=steps, seed=args.seed,
                      thinning=args.thinning, progress=not args.quiet, precondition=args.precondition,
-                     bias_tol=args.bias_tol, target_ess=args.target_ess or None,
+                     bias_tol=args.bias_tol, target_ess=target_ess,
                      max_steps=args.max_steps, names=names)
     burn = args.burn_in
     mean, cov = res.mean(burn), res.cov(burn)
@@ -158,13 +165,16 @@ def add_parser(subparsers):
     p.add_argument("--bias-tol", type=float, default=0.03,
                    help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
     p.add_argument("--chains", type=_positive_int, default=4, help="number of chains")
-    p.add_argument("--steps", type=_positive_int, default=1000,
-                   help="steps per chain after warm-up (the first block when --target-ess is on)")
-    p.add_argument("--target-ess", type=float, default=400.0,
+    p.add_argument("--steps", type=_positive_int, default=None,
+                   help="steps per chain after warm-up: exactly this many, or the first block "
+                        "with --target-ess (default: a first block of 1000 steps, run on until "
+                        "bulk ESS >= 400 and R-hat <= 1.01)")
+    p.add_argument("--target-ess", type=float, default=None,
                    help="run until every parameter has bulk ESS >= this and R-hat <= 1.01 "
-                        "(0: exactly --steps steps)")
-    p.add_argument("--max-steps", type=_positive_int, default=200_000,
-                   help="cap on steps per chain with --target-ess")
+                        "(default 400 without --steps, none with it; 0: exactly --steps steps)")
+    p.add_argument("--max-steps", type=_positive_int, default=None,
+                   help="cap on steps per chain under the ESS rule (default 100 x the first "
+                        "block: 100000)")
     p.add_argument("--thinning", type=_positive_int, default=1, help="keep every k-th state")
     p.add_argument("--burn-in", type=_fraction, default=None,
                    help="fraction of draws discarded (default: 0 after a warm-up, else 0.5)")

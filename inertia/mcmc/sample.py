@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._random import check_seed
 from .kernels import Method, Params, get_method
 
 
@@ -349,6 +350,7 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     is not converged.
     """
     m = get_method(method) if isinstance(method, str) else method
+    seed = check_seed(seed)
     if num_steps is None:  # run until the diagnostics can pass (Vehtari et al. 2021: ESS >= 400)
         num_steps, target_ess = 1000, (DEFAULT_TARGET_ESS if target_ess is None else target_ess)
     if on_divergence not in ("raise", "stop"):
@@ -432,11 +434,10 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
             break
         x = _to_x(np.concatenate(chunks, axis=1), pre)
         kept = x[:, int(round(burn * x.shape[1])):]
-        from ..diagnostics import arviz_stats
+        from ..diagnostics import stopping_rule
 
-        st = arviz_stats(kept)
-        ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
-        if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
+        met, ess = stopping_rule(kept, target_ess)
+        if met:
             break
         want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
         goal = int(min(cap, block * math.ceil(want / block)))

@@ -198,6 +198,9 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
     the predicted autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc`
     uses (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
     """
+    from .._random import check_seed
+
+    seed = check_seed(seed)
     m = _resolve_model(model, data, dict(model_kw))
     settings = dict(batch_size=int(batch_size), tuning=tuning, num_steps=int(num_steps),
                     seed=int(seed), temperature=float(temperature), momentum=float(momentum),
