@@ -49,6 +49,8 @@ def _example_point(module, name: str, path: Path):
                               f"that failed ({err}); make it take none, or set {name}_init to an "
                               "example point") from err
     try:
+        if isinstance(init, (list, tuple, np.ndarray, int, float)):  # one array, as before
+            init = np.asarray(init, dtype=np.float64)
         example = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64), init)
     except (TypeError, ValueError) as err:
         raise TargetError(f"{path}: {name}_init must be an example point (a number, array, list "
@@ -73,28 +75,41 @@ def _check_logdensity(fn, name, example, columns, path):
                           f"returns {getattr(out, 'shape', type(out).__name__)}")
 
 
-def _check_numpyro_call(fn, name, columns, path):
+def _check_numpyro_call(fn, name, columns, path, module):
     """TargetError when NAME(**columns) cannot be called: a log density without NAME_init, or a
     model whose arguments and the CSV's columns differ."""
     import inspect
 
     try:
         sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return
-    try:
         sig.bind(**columns)
-    except TypeError as err:
-        params = list(sig.parameters)
-        if len(params) >= 2 and not columns.keys() & set(params):
-            raise TargetError(
-                f"{path}: {name}({', '.join(params)}) looks like a log density, but the file "
-                f"defines no {name}_init; add {name}_init = an example point of the parameters "
-                "(or a function of no arguments returning one)") from None
+        return
+    except ValueError:
+        return
+    except TypeError:
+        pass
+    params = [k for k, v in sig.parameters.items() if v.kind not in (v.VAR_POSITIONAL,
+                                                                      v.VAR_KEYWORD)]
+    required = [k for k in params if sig.parameters[k].default is inspect.Parameter.empty]
+    uses_numpyro = any(getattr(v, "__name__", "").startswith("numpyro")
+                       for v in vars(module).values())
+    if not uses_numpyro and len(params) == 2 and not columns.keys() & set(params):
         raise TargetError(
-            f"{path}: {name} is not a NumPyro model callable as {name}(**columns) ({err}; its "
-            f"arguments: {params}; the CSV's columns: {list(columns)}), and the file defines no "
-            f"{name}_init, so it is not a log density either") from None
+            f"{path}: {name}({', '.join(params)}) looks like a log density, but the file defines "
+            f"no {name}_init; add {name}_init = an example point of the parameters (or a "
+            "function of no arguments returning one)")
+    head = (f"{path}: {name} is called as a NumPyro model, {name}(**columns), with the CSV's "
+            "columns as keyword arguments")
+    missing = [k for k in required if k not in columns]
+    if missing and not columns:
+        raise TargetError(f"{head}; it needs arguments {missing}: pass --data FILE.csv with "
+                          "columns of those names")
+    if missing:
+        raise TargetError(f"{head}; its arguments {missing} are not columns of the CSV (columns: "
+                          f"{list(columns)})")
+    extra = [k for k in columns if k not in params]
+    raise TargetError(f"{head}; the CSV's columns {extra} are not arguments of {name} (arguments:"
+                      f" {params}); every column is passed, so the model must accept each")
 
 
 def target_from_file(spec: str, data=None) -> Target:
@@ -126,7 +141,7 @@ def target_from_file(spec: str, data=None) -> Target:
         return from_logdensity(lambda p: fn(p, columns or None), example,
                                name=f"{path.name}:{name} [log density, {name}_init a {how}]",
                                recast=recast)
-    _check_numpyro_call(fn, name, columns, path)
+    _check_numpyro_call(fn, name, columns, path, module)
     from . import from_numpyro
 
     try:
