@@ -206,6 +206,8 @@ def _one_line(err: BaseException) -> str:
         text = f"unknown key {text}"
     elif isinstance(err, OSError) and err.filename is not None and err.strerror:
         text = f"{err.strerror}: {err.filename}"
+    elif isinstance(err, OSError) and err.strerror:  # no "[Errno 28]" in front of the words
+        text = err.strerror
     return text
 
 

@@ -969,7 +969,11 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="cases run at a time")
     ap.add_argument("--only", default=None, help="run the cases whose id contains this")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "reliability.md",
-                    help="where to write the table (nothing is written with --only)")
+                    help="where to write the table (nothing is written with --only, unless "
+                         "--results holds the other cases)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="JSON file of every case's outcome: written after a run; with --only, "
+                         "the cases not rerun are taken from it and the table is rewritten")
     args = ap.parse_args(argv)
     cases = [c for c in CASES if args.only is None or args.only in c[0]]
     ids = [c[0] for c in CASES]
@@ -993,7 +997,21 @@ def main(argv=None) -> int:
                 verdict, msg = judge(r)
                 print(f"{verdict:>20}  {r['seconds']:5.1f}s  {r['id']}: {msg[:110]}", flush=True)
     seconds = time.perf_counter() - t0
-    if args.only is None:
+    merged = args.only is not None and args.results is not None and args.results.exists()
+    if merged:
+        import json
+
+        saved = json.loads(args.results.read_text())
+        new = {r["id"]: r for r in results}
+        old = {r["id"]: r for r in saved["results"]}
+        results = [dict(new.get(c[0]) or old[c[0]], expect=c[3], note=c[4],
+                        words=c[5] if len(c) > 5 else "") for c in CASES]
+        seconds = saved["seconds"]
+    if args.results is not None:
+        import json
+
+        args.results.write_text(json.dumps({"seconds": seconds, "results": results}))
+    if args.only is None or merged:
         write_table(results, args.out, seconds)
         print(f"wrote {args.out}")
     return 0

@@ -34,6 +34,18 @@ def load_module(path: Path):
     return module
 
 
+def _as_arrays(obj):
+    """Numbers and (nested) lists of numbers as float64 arrays, inside dicts, lists and tuples."""
+    if isinstance(obj, dict):
+        return {k: _as_arrays(v) for k, v in obj.items()}
+    try:
+        return np.asarray(obj, dtype=np.float64)
+    except (TypeError, ValueError):
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(_as_arrays(v) for v in obj)
+        raise
+
+
 def _example_point(module, name: str, path: Path):
     """NAME_init as a pytree of float64 arrays: the value itself, or what a zero-argument
     function returns."""
@@ -49,9 +61,8 @@ def _example_point(module, name: str, path: Path):
                               f"that failed ({err}); make it take none, or set {name}_init to an "
                               "example point") from err
     try:
-        if isinstance(init, (list, tuple, np.ndarray, int, float)):  # one array, as before
-            init = np.asarray(init, dtype=np.float64)
-        example = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64), init)
+        example = jax.tree_util.tree_map(lambda v: jnp.asarray(v, dtype=jnp.float64),
+                                         _as_arrays(init))
     except (TypeError, ValueError) as err:
         raise TargetError(f"{path}: {name}_init must be an example point (a number, array, list "
                           f"or dict of arrays), or a function of no arguments returning one; got "
