@@ -756,6 +756,9 @@ OTHER_CASES = [
     ("read_columns semicolons + decimal comma", "api", "from inertia.data.csv import "
      "read_columns\nc = read_columns('{b_semicomma}'); assert list(c) == ['x1', 'x2', 'y']\n"
      "assert abs(c['x1']).max() > 0.1", "ok", "", ""),
+    ("standardize_predictors NaN column", "api", "import numpy as np; from inertia.data import "
+     "standardize_predictors as S\nX = np.ones((4, 2)); X[:, 0] = [1, 2, 3, np.nan]; S(X)",
+     "DatasetError", "a NaN must not drop its column", "non-finite values"),
     ("make_target logistic on a NaN CSV", "api", "from inertia.targets.zoo import make_target\n"
      "make_target('logistic', data='{b_nan}', response='y')", "DatasetError", "", "line 12"),
     # API: reproduction cells

@@ -128,3 +128,12 @@ def test_read_columns_keeps_every_column(tmp_path):
     cols = read_columns(_write(tmp_path, "c.csv", ["x1", "x2", "y"], _rows(), sep="\t"))
     assert list(cols) == ["x1", "x2", "y"]
     np.testing.assert_array_equal(cols["x2"], X[:, 1])
+
+
+def test_standardize_predictors_refuses_nan_columns():
+    from inertia.data import standardize_predictors
+
+    X2 = X.copy()
+    X2[1, 0] = np.nan
+    with pytest.raises(DatasetError, match=r"non-finite values .* columns \['a'\]"):
+        standardize_predictors(X2, ["a", "b"])
