@@ -43,6 +43,10 @@ def _run(args) -> int:
     from .kernels import REGISTRY
     from .sample import sample
 
+    if args.json not in (None, "-"):
+        from inertia.cli import check_output_file
+
+        check_output_file(args.json, "--json")
     target, names = build_model(args)
     # the API's rules (inertia.mcmc.sample): --steps alone runs exactly that many steps
     steps, target_ess = args.steps, args.target_ess
