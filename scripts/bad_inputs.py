@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 240.0
+TIMEOUT = 480.0
 MEMORY_LIMIT = 6 << 30  # bytes of data segment per case (RLIMIT_DATA): a runaway run fails, the
 #                         shared machine survives
 
