@@ -919,7 +919,8 @@ def write_table(results: list[dict], path: Path, seconds: float) -> None:
         if verdict == UNCLEAR:
             unclear.append((i, r, msg))
         rc = "timeout" if r["rc"] is None else r["rc"]
-        rows.append(f"| {i} | {_cell(r['id'])} | `{_cell(r['command'], 160)}` | {rc} | "
+        command = r["command"].replace("{{", "{").replace("}}", "}")
+        rows.append(f"| {i} | {_cell(r['id'])} | `{_cell(command, 160)}` | {rc} | "
                     f"{r['seconds']:.1f} | {_cell(msg)} | {verdict} | {_cell(r['note'])} |")
     kinds = {k: sum(r["kind"] == k for r in results) for k in ("cli", "py", "api", "interrupt")}
     summary = "\n".join(f"| {v} | {counts[v]} |" for v in VERDICTS)
