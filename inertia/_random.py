@@ -1,7 +1,25 @@
 """Standard normal draws made outside compiled updates (fixed common random numbers, summaries)."""
 from __future__ import annotations
 
+import operator
+
 import jax
+
+SEED_MAX = 2 ** 63
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """`seed` as an int, the same rule in `vi.fit`, `mcmc.sample` and `sgmcmc.calibrate`: a whole
+    number (int, NumPy or 0-d JAX integer) in [0, 2^63); floats and bools raise ValueError."""
+    try:
+        if isinstance(seed, bool):
+            raise TypeError
+        value = operator.index(seed)
+    except TypeError:
+        raise ValueError(f"{name} must be a whole number >= 0, got {seed!r}") from None
+    if not 0 <= value < SEED_MAX:
+        raise ValueError(f"{name} must be a whole number in [0, 2^63), got {value}")
+    return value
 
 
 def host_normal(key, shape, dtype=None):

@@ -125,7 +125,7 @@ def _add_reproduce(sub):
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="where grid cells run (ray needs the optional ray extra)")
     p.add_argument("--address", default=None, help="Ray cluster address (with --backend ray)")
-    p.add_argument("--reps", type=int, default=None,
+    p.add_argument("--reps", type=positive_int, default=None,
                    help="repetitions per cell group, where the experiment has them (default: "
                         "the paper's)")
     p.add_argument("--saved-only", action="store_true",
@@ -164,10 +164,19 @@ def _run_reproduce(args) -> int:
     from inertia.experiments import _runner
 
     _runner.configure(args.backend, args.address)
+    run = experiments.registry()[args.name]
+    if args.reps is not None:
+        import inspect
+
+        takes = sorted(n for n, f in experiments.registry().items()
+                       if "reps" in inspect.signature(f).parameters)
+        if args.name not in takes:
+            raise ValueError(f"--reps applies to the experiments with repetitions "
+                             f"({', '.join(takes)}); {args.name} has none")
     options = {"reps": args.reps} if args.reps is not None else {}
     if args.saved_only:
         options["saved_only"] = True
-    experiments.registry()[args.name](Path(out), args.quick, **options)
+    run(Path(out), args.quick, **options)
     print(f"results in {out}")
     return 0
 
@@ -197,6 +206,8 @@ def _one_line(err: BaseException) -> str:
         text = f"unknown key {text}"
     elif isinstance(err, OSError) and err.filename is not None and err.strerror:
         text = f"{err.strerror}: {err.filename}"
+    elif isinstance(err, OSError) and err.strerror:  # no "[Errno 28]" in front of the words
+        text = err.strerror
     return text
 
 

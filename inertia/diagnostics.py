@@ -16,6 +16,7 @@ import numpy as np
 
 RHAT_MAX = 1.01
 ESS_MIN = 100.0
+ONE_CHAIN = "R-hat needs two or more chains (one chain is judged by ESS alone)"
 
 
 def _arviz():
@@ -36,12 +37,23 @@ def arviz_stats(draws) -> dict:
     out = {}
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)
-        out["rhat"] = az.rhat(ds, method="rank")["x"].values
+        # R-hat compares chains: with one chain it is NaN (see ONE_CHAIN)
+        out["rhat"] = (az.rhat(ds, method="rank")["x"].values if x.shape[0] >= 2
+                       else np.full(x.shape[2:], np.nan))
         out["ess_bulk"] = az.ess(ds, method="bulk")["x"].values
         out["ess_tail"] = az.ess(ds, method="tail")["x"].values
         out["mcse_mean"] = az.mcse(ds, method="mean")["x"].values
         out["mcse_sd"] = az.mcse(ds, method="sd")["x"].values
     return {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in out.items()}
+
+
+def stopping_rule(draws, target_ess: float, rhat_max: float = RHAT_MAX):
+    """(met, min bulk ESS) of draws (chain, draw, dim): every bulk ESS >= target_ess and, with two
+    or more chains, every R-hat <= rhat_max (one chain: the ESS rule alone)."""
+    st = arviz_stats(draws)
+    ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
+    rhat_ok = np.shape(draws)[0] < 2 or bool(np.nanmax(st["rhat"]) <= rhat_max)
+    return bool(ess >= target_ess and rhat_ok), ess
 
 
 def default_names(dim: int, prefix: str = "x") -> list:
@@ -108,7 +120,8 @@ class Diagnostics:
             cells.append(f"{self.rhat[i]:>9.3f}")
             cells += [f"{v:>9.0f}" if np.isfinite(v) else f"{'nan':>9}"
                       for v in (self.ess_bulk[i], self.ess_tail[i])]
-            bad = not self.rhat[i] <= self.rhat_max or not self.ess_bulk[i] >= self.ess_min
+            bad = ((self.num_chains > 1 and not self.rhat[i] <= self.rhat_max)
+                   or not self.ess_bulk[i] >= self.ess_min)
             flag = "  <-" if bad else ""
             lines.append(f"{str(self.names[i]):<{w}} " + " ".join(cells) + flag)
         if cut:
@@ -118,10 +131,14 @@ class Diagnostics:
 
     def verdict(self) -> str:
         """One line: converged, or every reason it is not."""
-        head = (f"{self.num_chains} chains x {self.num_draws} draws; max R-hat {self.worst_rhat:.3f}, "
-                f"min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS {self.min_ess_tail:.0f}")
+        rhat = (f"max R-hat {self.worst_rhat:.3f}" if self.num_chains > 1 else ONE_CHAIN)
+        head = (f"{self.num_chains} chain{'s' if self.num_chains > 1 else ''} x {self.num_draws} "
+                f"draws; {rhat}, min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS "
+                f"{self.min_ess_tail:.0f}")
         if self.converged:
-            return head + ": converged (R-hat <= %.2f, bulk ESS >= %.0f)" % (self.rhat_max, self.ess_min)
+            rule = (f"R-hat <= {self.rhat_max:.2f}, " if self.num_chains > 1 else "") + \
+                f"bulk ESS >= {self.ess_min:.0f}"
+            return head + f": converged ({rule})"
         return head + ": NOT CONVERGED: " + "; ".join(self.problems)
 
     def to_dict(self) -> dict:
@@ -170,7 +187,7 @@ def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potentia
     with np.errstate(all="ignore"):
         constant = np.all(np.isfinite(flat), axis=0) & (
             np.ptp(flat, axis=0) <= 1e-12 * (1.0 + np.abs(mean)))
-    bad_r = [names[i] for i in np.flatnonzero(~(r <= rhat_max) & ~constant)]
+    bad_r = [names[i] for i in np.flatnonzero(~(r <= rhat_max) & ~constant)] if c > 1 else []
     bad_e = [names[i] for i in np.flatnonzero(~(e >= ess_min) & ~constant)]
     if bad_r:
         problems.append(f"R-hat > {rhat_max:g} for {len(bad_r)} of {d} parameters (max "

@@ -49,10 +49,7 @@ def plot_fit(result, path, *, x="step"):
     ax.set_title(f"{result.target_name}: b = {result.batch_size}")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path)
     return Path(path)
 
 
@@ -81,10 +78,13 @@ def _plot_objective(result, xs, path, x, plt, fig, ax):
 
 def _save(fig, path):
     plt = _plt()
+    from ._io import save_figure
+
     fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, dpi=120)
+    finally:
+        plt.close(fig)
     return Path(path)
 
 

@@ -3,12 +3,14 @@
     python scripts/bad_inputs.py [--jobs 2] [--only SUBSTRING] [--out docs/reliability.md]
 
 Each case runs in its own process (no variable set but PATH, HOME, PYTHONPATH and
-OPENBLAS_NUM_THREADS=1; HOME is an empty temporary folder, so no data cache), with a timeout. A case
-*passes* when it ends as expected: `error` cases exit non-zero with one clear line on stderr and no
-traceback (API cases: raise the named exception type, shown as its one-line message); `ok` cases
-exit 0; `warn` cases exit 0 or 1 and print a line containing "warning"; `interrupt` cases get a
-SIGINT after a delay and must exit 130 with one line. Argument errors answer before JAX is imported;
-cases run `--jobs` at a time (default 2, light on a shared machine).
+OPENBLAS_NUM_THREADS=1; HOME is an empty temporary folder, so no data cache), with a timeout. Kinds:
+`cli` (inertia ARGS), `py` (Python code judged like a command: exit status and stderr), `api`
+(Python code; an error case must raise the named exception), `interrupt` (SIGINT after 25 s, must
+exit 130 with one line). Verdicts (see `judge`): an `error` case is a *clear error* when it exits
+non-zero with an error line containing the case's `words`, *unclear* when the line lacks them,
+a *silent wrong answer* on exit 0; `write-error` cases are a *lost result* on exit 0; `ok` cases
+are *correct* on exit 0 with the `words` in the output. Cases run `--jobs` at a time (default 2,
+light on a shared machine); docs/reliability.md lists every case and the unclear ones with why.
 """
 from __future__ import annotations
 
@@ -24,14 +26,14 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 240.0
+TIMEOUT = 480.0
 MEMORY_LIMIT = 6 << 30  # bytes of data segment per case (RLIMIT_DATA): a runaway run fails, the
 #                         shared machine survives
 
 # ------------------------------------------------------------------------------------ fixtures
 
 def make_fixtures(tmp: Path) -> dict:
-    """CSV files and paths the cases refer to as {name}."""
+    """CSV files, model files and paths the cases refer to as {name}."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -69,7 +71,117 @@ def make_fixtures(tmp: Path) -> dict:
     (tmp / "adir").mkdir()
     f["adir"] = str(tmp / "adir")
     f["missing"] = str(tmp / "no-such.csv")
+    f.update(_binary_csvs(tmp, rng))
+    f.update(_model_files(tmp))
     return f
+
+
+def _binary_csvs(tmp: Path, rng) -> dict:
+    """Variants of one binary-response CSV (x1 the strong predictor), as a spreadsheet writes them."""
+    X = rng.normal(size=(80, 2))
+    y = (2.0 * X[:, 0] + 0.3 * X[:, 1] + rng.normal(size=80) > 0).astype(int)
+    rows = [[f"{a:.6g}", f"{b:.6g}", str(c)] for (a, b), c in zip(X, y)]
+
+    def put(name, header, body, sep=",", encoding="utf-8", newline="\n", prefix=""):
+        text = prefix + newline.join([sep.join(header)] + [sep.join(r) for r in body]) + newline
+        (tmp / name).write_bytes(text.encode(encoding))
+        return str(tmp / name)
+
+    def cell(i, j, value):
+        body = [list(r) for r in rows]
+        body[i][j] = value
+        return body
+
+    H = ["x1", "x2", "y"]
+    out = {
+        "b_good": put("b_good.csv", H, rows),
+        "b_nan": put("b_nan.csv", H, cell(10, 0, "nan")),
+        "b_empty": put("b_empty.csv", H, cell(10, 0, "")),
+        "b_na": put("b_na.csv", H, cell(10, 0, "NA")),
+        "b_excelna": put("b_excelna.csv", H, cell(10, 0, "#N/A")),
+        "b_inf": put("b_inf.csv", H, cell(10, 0, "inf")),
+        "b_ninf": put("b_ninf.csv", H, cell(10, 1, "-inf")),
+        "b_text": put("b_text.csv", H, cell(10, 1, "abc")),
+        "b_bool": put("b_bool.csv", H, cell(3, 1, "TRUE")),
+        "b_bom": put("b_bom.csv", ["y", "x1", "x2"], [[r[2], r[0], r[1]] for r in rows],
+                     prefix="\ufeff"),
+        "b_semi": put("b_semi.csv", H, rows, sep=";"),
+        "b_semicomma": put("b_semicomma.csv", H, [[a.replace(".", ","), b.replace(".", ","), c]
+                                                  for a, b, c in rows], sep=";"),
+        "b_tab": put("b_tab.tsv", H, rows, sep="\t"),
+        "b_txt": put("b_tab.txt", H, rows, sep="\t"),
+        "b_quoted": put("b_quoted.csv", [f'"{h}"' for h in H], [[f'"{v}"' for v in r]
+                                                               for r in rows]),
+        "b_crlf": put("b_crlf.csv", H, rows, newline="\r\n"),
+        "b_blank": put("b_blank.csv", H, rows[:40] + [["", "", ""]] + rows[40:]),
+        "b_utf16": put("b_utf16.csv", H, rows, encoding="utf-16"),
+        "b_latin1": put("b_latin1.csv", ["größe", "x2", "y"], rows, encoding="latin-1"),
+        "b_dup": put("b_dup.csv", ["x1", "x1", "y"], rows),
+        "b_noname": put("b_noname.csv", ["x1", "", "y"], rows),
+        "b_trailing": put("b_trailing.csv", H + [""], [r + [""] for r in rows]),
+        "b_noheader": put("b_noheader.csv", rows[0], rows[1:]),
+        "b_ragged": put("b_ragged.csv", H, rows[:30] + [rows[30][:2]] + rows[31:]),
+        "b_headeronly": put("b_headeronly.csv", H, []),
+        "b_huge": put("b_huge.csv", H, [[f"{float(a) * 1e300:.6g}", b, c] for a, b, c in rows]),
+        "b_tiny": put("b_tiny.csv", H, [[f"{float(a) * 1e-200:.6g}", b, c] for a, b, c in rows]),
+        "b_const": put("b_const.csv", H, [[a, "1", c] for a, b, c in rows]),
+        "b_oneclass": put("b_oneclass.csv", H, [[a, b, "1"] for a, b, c in rows]),
+        "b_three": put("b_three.csv", H, [[a, b, str(i % 3)] for i, (a, b, c) in
+                                          enumerate(rows)]),
+        "b_ytext": put("b_ytext.csv", H, [[a, b, "yes" if c == "1" else "no"]
+                                          for a, b, c in rows]),
+        "b_allmissing": put("b_allmissing.csv", H, [[a, "", c] for a, b, c in rows]),
+        "b_commaname": put("b_commaname.csv", ['"x,1"', "x2", "y"], rows),
+        "b_spaces": put("b_spaces.csv", [" x1 ", " x2", "y "], [[f" {v} " for v in r]
+                                                              for r in rows]),
+    }
+    return out
+
+
+def _model_files(tmp: Path) -> dict:
+    """Model files (FILE.py:NAME) of each convention, and ones that follow none."""
+    files = {
+        "m_initfn": "import jax.numpy as jnp\ndef logp(p, data):\n    return -0.5 * jnp.sum(p ** 2)\n"
+                    "def logp_init():\n    return jnp.zeros(2)\n",
+        "m_initval": "import jax.numpy as jnp\ndef logp(p, data):\n    return -0.5 * jnp.sum(p ** 2)\n"
+                     "logp_init = [0.0, 0.0]\n",
+        "m_initdict": "import jax.numpy as jnp\ndef logp(p, data):\n"
+                      "    return -0.5 * (p['a'] ** 2 + jnp.sum(p['b'] ** 2))\n"
+                      "logp_init = {'a': 0.0, 'b': [0.0, 0.0]}\n",
+        "m_initargs": "import jax.numpy as jnp\ndef logp(p, data):\n    return -0.5 * jnp.sum(p ** 2)\n"
+                      "def logp_init(d):\n    return jnp.zeros(d)\n",
+        "m_initstr": "def logp(p, data):\n    return -0.5 * (p ** 2).sum()\nlogp_init = 'zeros'\n",
+        "m_noinit": "import jax.numpy as jnp\ndef logp(params, data):\n"
+                    "    return -0.5 * jnp.sum(params ** 2)\n",
+        "m_vector": "import jax.numpy as jnp\ndef logp(p, data):\n    return -0.5 * p ** 2\n"
+                    "logp_init = jnp.zeros(3)\n",
+        "m_raises": "def logp(p, data):\n    return p.nonexistent\nlogp_init = [0.0, 0.0]\n",
+        "m_notmodel": "def f():\n    return 3.0\n",
+        "m_syntax": "def logp(p, data)\n    return 0\n",
+        "m_discrete": "import numpyro, numpyro.distributions as dist\ndef model():\n"
+                      "    z = numpyro.sample('z', dist.Bernoulli(0.3))\n"
+                      "    numpyro.sample('x', dist.Normal(z, 1.0))\n",
+        "m_laplace": "import jax.numpy as jnp\ndef logp(p, data):\n    return -jnp.sum(jnp.abs(p))\n"
+                     "logp_init = jnp.zeros(2)\n",
+        "m_improper": "import jax.numpy as jnp\ndef logp(p, data):\n    return -0.5 * p[0] ** 2\n"
+                      "logp_init = jnp.zeros(2)\n",
+        "m_flat": "import jax.numpy as jnp\ndef logp(p, data):\n    return 0.0 * jnp.sum(p)\n"
+                  "logp_init = jnp.zeros(2)\n",
+        "m_improper_np": "import numpyro, numpyro.distributions as dist\ndef model():\n"
+                         "    mu = numpyro.sample('mu', dist.ImproperUniform(dist.constraints.real,"
+                         " (), ()))\n    numpyro.sample('x', dist.Normal(0.0, 1.0))\n",
+        "m_numpyro": "import numpyro, numpyro.distributions as dist\ndef model(x1, x2, y):\n"
+                     "    b = numpyro.sample('b', dist.Normal(0, 1).expand([2]))\n"
+                     "    numpyro.sample('y', dist.Bernoulli(logits=b[0] * x1 + b[1] * x2), obs=y)\n",
+        "m_numpyro_args": "import numpyro, numpyro.distributions as dist\ndef model(a, b):\n"
+                          "    s = numpyro.sample('s', dist.Normal(0, 1))\n"
+                          "    numpyro.sample('a', dist.Normal(s, 1), obs=a)\n",
+    }
+    out = {}
+    for name, text in files.items():
+        (tmp / f"{name}.py").write_text(text)
+        out[name] = str(tmp / f"{name}.py")
+    return out
 
 
 # ---------------------------------------------------------------------------------------- cases
@@ -139,7 +251,7 @@ CASES = [
      "fit --model gaussian-kappa --dim 3 --kappa 10 --method stl-proj --quiet", "ok", ""),
     ("fit --dim 20000 stl-proj (memory)", "cli",
      "fit --model gaussian-kappa --dim 20000 --method stl-proj --batch-size 8 --steps 10",
-     "error", "issue 13: memory fail-fast (lead)"),
+     "error", "memory checked before the run"),
     ("fit interrupted (SIGINT)", "interrupt",
      "fit --model gaussian-kappa --dim 40 --method price-stl-proj --steps 200000", "interrupt",
      ""),
@@ -174,7 +286,7 @@ CASES = [
     ("calibrate empty CSV", "cli", f"{CAL} --model linear --csv {{empty}}", "error", ""),
     ("calibrate header only", "cli", f"{CAL} --model linear --csv {{headeronly}}", "error", ""),
     ("calibrate 1-row CSV", "cli", f"calibrate --response y --batch-size 1 --steps 200 "
-     f"--model linear --csv {{onerow}}", "error", "issue 13"),
+     f"--model linear --csv {{onerow}}", "error", ""),
     ("calibrate 2-row CSV, 3 parameters", "cli", f"calibrate --response y --batch-size 1 "
      f"--steps 200 --model linear --csv {{tworow}}", "error", ""),
     ("calibrate non-numeric cell", "cli", f"{CAL} --model linear --csv {{text}}", "error", ""),
@@ -183,7 +295,7 @@ CASES = [
     ("calibrate unknown response", "cli", f"calibrate --response z --batch-size 8 --steps 200 "
      f"--model linear --csv {{good}}", "error", ""),
     ("calibrate separable logistic", "cli", f"{CAL} --model logistic --csv {{sep}}", "error",
-     "issue 13: was theta = 1571, exit 0"),
+     ""),
     ("calibrate quasi-separable logistic", "cli", f"{CAL} --model logistic --csv {{quasi}}",
      "error", ""),
     ("calibrate logistic labels not 0/1", "cli", f"{CAL} --model logistic --csv {{labels}}",
@@ -197,15 +309,15 @@ CASES = [
     ("calibrate constant predictor", "cli", f"{CAL} --model linear --csv {{constant}}", "error",
      "collinear with the intercept"),
     ("calibrate --chains 0", "cli", f"{CAL} --model linear --csv {{good}} --chains 0", "error",
-     "issue 13: was a table of NaN"),
+     ""),
     ("calibrate --chains -2", "cli", f"{CAL} --model linear --csv {{good}} --chains -2", "error",
-     "issue 13"),
+     ""),
     ("calibrate --momentum 1.0", "cli", f"{CAL} --model linear --csv {{good}} --momentum 1.0",
-     "error", "issue 13"),
+     "error", ""),
     ("calibrate --momentum -0.1", "cli", f"{CAL} --model linear --csv {{good}} --momentum -0.1",
      "error", ""),
     ("calibrate --temperature 0", "cli", f"{CAL} --model linear --csv {{good}} --temperature 0",
-     "error", "issue 13"),
+     "error", ""),
     ("calibrate --temperature -1", "cli", f"{CAL} --model linear --csv {{good}} --temperature -1",
      "error", ""),
     ("calibrate --temperature abc", "cli",
@@ -234,7 +346,7 @@ CASES = [
     # reproduce
     ("reproduce unknown experiment", "cli", "reproduce nope", "error", ""),
     ("reproduce --out is a file", "cli", "reproduce lower-bound --quick --out {blocker}",
-     "error", "issue 13: was NotADirectoryError"),
+     "error", ""),
     ("reproduce --out under a file", "cli", "reproduce lower-bound --quick --out {blocker}/x",
      "error", ""),
     ("reproduce --out unwritable (/proc)", "cli", "reproduce lower-bound --quick --out /proc/x",
@@ -286,7 +398,7 @@ CASES = [
      "fit(F(lambda x: -x, jnp.zeros(3), alpha=1.0, beta=1.0), 'stl-proj', num_steps=5)",
      "TypeError", ""),
     # API: vi.fit
-    ("fit unknown method", "api", "from inertia.targets import kappa_family as K\n"
+    ("vi.fit unknown method", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.vi import fit; fit(K(4, 10.0), 'sgd')", "KeyError", ""),
     ("fit num_steps -1", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.vi import fit; fit(K(4, 10.0), 'stl-proj', num_steps=-1)", "ValueError", ""),
@@ -301,20 +413,20 @@ CASES = [
      "ValueError", ""),
     ("fit checkpoint_every 0", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.vi import fit; fit(K(4, 10.0), 'stl-proj', checkpoint_every=0, num_steps=5)",
-     "ValueError", "issue 13: 0 was read as the default (lead's fit)"),
+     "ValueError", ""),
     ("fit stl-proj, NaN potential region", "api",
      "import jax.numpy as jnp; from inertia.targets import from_logdensity as F\n"
      "from inertia.vi import fit\n"
      "t = F(lambda x: -jnp.where(x[0] > 0.5, jnp.nan, 0.5 * x @ x), jnp.zeros(2), alpha=1.0, "
      "beta=1.0)\nr = fit(t, 'stl-proj', batch_size=8, num_steps=300)\n"
      "assert r.diverged, (r.mean, r.cov)", "warn-or-error",
-     "issue 13: was mean [4.28, -0.05], exit 0 (lead)"),
+     "divergence reported"),
     ("fit stl-proj, +inf hard wall", "api",
      "import jax.numpy as jnp; from inertia.targets import from_logdensity as F\n"
      "from inertia.vi import fit\n"
      "t = F(lambda x: -jnp.where(x[0] > 0.5, jnp.inf, 0.5 * x @ x), jnp.zeros(2), alpha=1.0, "
      "beta=1.0)\nr = fit(t, 'stl-proj', batch_size=8, num_steps=300)\n"
-     "assert r.diverged, (r.mean, r.cov)", "warn-or-error", "issue 13 (lead)"),
+     "assert r.diverged, (r.mean, r.cov)", "warn-or-error", "divergence reported"),
     ("fit price-stl-proj, non-smooth potential", "api",
      "import jax.numpy as jnp, warnings; from inertia.targets import from_logdensity as F\n"
      "from inertia.vi import fit; warnings.simplefilter('error')\n"
@@ -322,7 +434,7 @@ CASES = [
      "r = fit(t, 'price-stl-proj', batch_size=8, num_steps=300)\n"
      "import numpy as np; c = np.asarray(r.cov).reshape(-1, 2, 2)[0]\n"
      "assert abs(c[0, 0] - 0.459) < 0.1, c", "warn-or-error",
-     "issue 13: cov 1.00 I vs optimum 0.459 I (lead)"),
+     "must warn: HVPs miss the kink"),
     # API: mcmc
     ("mcmc.sample unknown method", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.mcmc import sample; sample(K(3, 10.0), 'nuts')", "ValueError", ""),
@@ -337,7 +449,7 @@ CASES = [
      "from inertia.mcmc import sample\n"
      "t = F(lambda x: -jnp.sqrt(x @ x - 1.0), jnp.zeros(2) + 2.0, alpha=1.0, beta=1.0)\n"
      "sample(t, num_steps=50)", "TargetError",
-     "issue 13: blamed the step size (mcmc engineer)"),
+     "names the model, not the step size"),
     # API: sgmcmc
     ("calibrate num_chains 0", "api", "import numpy as np; from inertia.sgmcmc import calibrate\n"
      "X = np.random.default_rng(0).normal(size=(50, 2)); y = X[:, 0]\n"
@@ -354,11 +466,11 @@ CASES = [
     ("calibrate batch_size > N", "api", "import numpy as np; from inertia.sgmcmc import calibrate\n"
      "X = np.random.default_rng(0).normal(size=(50, 2))\n"
      "calibrate('linear', (X, X[:, 1] ** 2), batch_size=51, num_steps=50)", "ValueError", ""),
-    ("calibrate separable logistic", "api",
+    ("sgmcmc.calibrate separable logistic", "api",
      "import numpy as np; from inertia.sgmcmc import calibrate\n"
      "X = np.random.default_rng(0).normal(size=(50, 2))\n"
      "calibrate('logistic', (X, (X[:, 0] > 0) * 1.0), batch_size=5, num_steps=50)",
-     "NoEstimateError", "issue 13"),
+     "NoEstimateError", ""),
     ("calibrate unknown model name", "api", "import numpy as np; from inertia.sgmcmc import "
      "calibrate\ncalibrate('probit', (np.eye(3), np.ones(3)), batch_size=1, num_steps=50)",
      "ValueError", ""),
@@ -370,11 +482,311 @@ CASES = [
     ("truncated cell file", "api", "import os, pathlib; from inertia.experiments._runner import "
      "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells')); s.save('k', [1, 2])\n"
      "s.path('k').write_text('[1,'); s.get_or_compute('k', lambda: 0)", "ValueError",
-     "issue 13: named the file"),
+     "names the file"),
     ("experiments.run unknown name", "api",
      "from inertia import experiments; experiments.run('nope', '/tmp/x')", "KeyError", ""),
 ]
 
+
+# Each case: (id, kind, argv or code, expect, note[, words]). `words`: text the message must
+# contain for the answer to count as clear (an error naming its cause, or an "ok" run saying
+# what it did); "|" separates alternatives.
+
+FITB = "fit --model logistic --method stl-proj --steps 5 --quiet --response y --data"
+SAMPLEB = "sample --model logistic --steps 20 --quiet --allow-unconverged --response y --data"
+CALB = "calibrate --model logistic --batch-size 8 --steps 200 --response y --csv"
+CSV_COMMANDS = (("fit", FITB), ("sample", SAMPLEB), ("calibrate", CALB))
+
+# (fixture, expect, words, what) for every command
+CSV_VARIANTS = [
+    ("b_good", "ok", "", "plain CSV"),
+    ("b_nan", "error", "line 12|x1|drop-missing", "one NaN cell in the strongest predictor"),
+    ("b_empty", "error", "line 12|empty cell", "one empty cell"),
+    ("b_na", "error", "line 12|'NA'", "an NA cell"),
+    ("b_excelna", "error", "line 12|'#N/A'", "Excel's #N/A"),
+    ("b_inf", "error", "line 12|not finite", "an inf cell"),
+    ("b_ninf", "error", "line 12|not finite", "a -inf cell"),
+    ("b_text", "error", "line 12|'abc' is not a number", "a text cell"),
+    ("b_bool", "error", "'TRUE' is not a number", "a TRUE cell"),
+    ("b_bom", "ok", "", "UTF-8 with byte-order mark (Excel 'CSV UTF-8')"),
+    ("b_semi", "ok", "", "';' separators"),
+    ("b_semicomma", "ok", "", "';' separators with decimal commas"),
+    ("b_tab", "ok", "", "tab separators (.tsv)"),
+    ("b_txt", "ok", "", "tab separators (.txt)"),
+    ("b_quoted", "ok", "", "every value quoted"),
+    ("b_crlf", "ok", "", "CRLF line ends"),
+    ("b_blank", "ok", "", "a blank line inside"),
+    ("b_utf16", "ok", "", "UTF-16 (Excel 'Unicode text')"),
+    ("b_spaces", "ok", "", "spaces around names and values"),
+    ("b_commaname", "ok", "", "a quoted column name with a comma"),
+    ("b_latin1", "error", "UTF-8", "Latin-1 bytes"),
+    ("b_dup", "error", "'x1' appears twice", "duplicate column names"),
+    ("b_noname", "error", "column 2|no name", "an unnamed column"),
+    ("b_trailing", "error", "column 4|no name", "a trailing separator on every line"),
+    ("b_noheader", "error", "add a header row", "no header row"),
+    ("b_ragged", "error", "line 32 has 2 cells", "a short row"),
+    ("b_headeronly", "error", "no data rows", "header only"),
+    ("b_huge", "error", "'x1'|overflow", "predictor values of order 1e300"),
+    ("b_tiny", "error", "'x1'|underflow", "predictor values of order 1e-200"),
+    ("b_const", "error", "'x2' is constant", "a constant predictor"),
+    ("b_oneclass", "error", "'y' is 1 in every row", "a one-class response"),
+    ("b_ytext", "error", "is not a number; encode categories", "yes/no labels"),
+    ("b_allmissing", "error", "missing", "a column with every cell empty"),
+]
+
+
+def csv_cases() -> list:
+    out = []
+    for cmd, base in CSV_COMMANDS:
+        for fix, expect, words, what in CSV_VARIANTS:
+            out.append((f"{cmd}: CSV with {what}", "cli", f"{base} {{{fix}}}", expect, "", words))
+        out += [
+            (f"{cmd}: NaN cell with --drop-missing", "cli", f"{base} {{b_nan}} --drop-missing",
+             "ok", "says how many rows went", "dropped 1 of 80 data rows"),
+            (f"{cmd}: text cell with --drop-missing", "cli", f"{base} {{b_text}} --drop-missing",
+             "error", "non-numeric is never 'missing'", "'abc' is not a number"),
+            (f"{cmd}: every row missing, --drop-missing", "cli",
+             f"{base} {{b_allmissing}} --drop-missing", "error", "", "nothing is left"),
+            (f"{cmd}: response named in the wrong case", "cli",
+             base.replace("--response y", "--response Y") + " {b_good}", "error", "",
+             "did you mean 'y'"),
+            (f"{cmd}: response not a column", "cli",
+             base.replace("--response y", "--response outcome") + " {b_good}", "error", "",
+             "no column 'outcome'"),
+            (f"{cmd}: CSV file missing", "cli", f"{base} {{tmp}}/nothing.csv", "error", "",
+             "no such CSV file"),
+            (f"{cmd}: CSV is a folder", "cli", f"{base} {{adir}}/", "error", "", "folder"),
+            (f"{cmd}: empty CSV file", "cli", f"{base} {{empty}}", "error", "", "empty"),
+        ]
+    out += [
+        ("fit: 3-valued response", "cli", f"{FITB} {{b_three}}", "error", "",
+         "exactly two values"),
+        ("sample: 3-valued response", "cli", f"{SAMPLEB} {{b_three}}", "error", "",
+         "exactly two values"),
+        ("calibrate logistic: 3-valued response", "cli", f"{CALB} {{b_three}}", "error", "",
+         "labels in"),
+        ("fit: CSV without --response", "cli",
+         "fit --model logistic --method stl-proj --steps 5 --quiet --data {b_good}", "error", "",
+         "name the response column"),
+        ("sample: CSV without --response", "cli",
+         "sample --model logistic --steps 20 --quiet --data {b_good}", "error", "",
+         "name the response column"),
+        ("fit: NaN row dropped keeps x1", "cli",
+         "fit --model logistic --method stl-proj --steps 5 --response y --drop-missing --data "
+         "{b_nan}", "ok", "the strongest predictor stays in the model", "x1"),
+        ("fit: --response with a built-in data set", "cli",
+         "fit --model logistic --data sonar --response y --method stl-proj --steps 5 --quiet",
+         "error", "", "--response applies to a CSV"),
+        ("fit: --data with gaussian-kappa", "cli",
+         "fit --model gaussian-kappa --data {b_good} --method stl-proj --steps 5 --quiet",
+         "error", "", "--data and --response apply"),
+        ("sample: --data with gaussian-kappa", "cli",
+         "sample --data {b_good} --steps 20 --quiet", "error", "", "--data and --response apply"),
+        ("model file on a CSV with a NaN", "cli",
+         "fit --model {m_numpyro}:model --data {b_nan} --steps 5 --method stl-proj --quiet",
+         "error", "", "line 12|x1"),
+        ("model file on a CSV, --drop-missing", "cli",
+         "fit --model {m_numpyro}:model --data {b_nan} --drop-missing --steps 5 --method "
+         "stl-proj --quiet", "ok", "", ""),
+        ("model file on a BOM CSV", "cli",
+         "fit --model {m_numpyro}:model --data {b_bom} --steps 5 --method stl-proj --quiet",
+         "ok", "", ""),
+    ]
+    return out
+
+
+MODEL_CASES = [
+    ("model file: NAME_init a function", "cli", "fit --model {m_initfn}:logp --steps 50 "
+     "--method stl-proj", "ok", "names the convention", "log density, logp_init a function"),
+    ("model file: NAME_init a list", "cli", "fit --model {m_initval}:logp --steps 50 --method "
+     "stl-proj", "ok", "", "log density, logp_init a value"),
+    ("model file: NAME_init a dict", "cli", "fit --model {m_initdict}:logp --steps 50 "
+     "--method stl-proj", "ok", "", "log density"),
+    ("model file: NAME_init needs arguments", "cli", "fit --model {m_initargs}:logp --quiet",
+     "error", "", "logp_init is a function|make it take none"),
+    ("model file: NAME_init a string", "cli", "fit --model {m_initstr}:logp --quiet", "error",
+     "", "logp_init must be an example point"),
+    ("model file: log density without NAME_init", "cli", "fit --model {m_noinit}:logp --quiet",
+     "error", "", "looks like a log density|logp_init"),
+    ("sample model file: log density without NAME_init", "cli",
+     "sample --model {m_noinit}:logp --quiet", "error", "", "looks like a log density"),
+    ("model file: log density returns a vector", "cli", "fit --model {m_vector}:logp --quiet",
+     "error", "", "must return a scalar"),
+    ("model file: log density raises", "cli", "fit --model {m_raises}:logp --quiet", "error", "",
+     "calling logp(logp_init, data) failed"),
+    ("model file: neither model nor log density", "cli", "fit --model {m_notmodel}:f --quiet",
+     "error", "", "neither a NumPyro model"),
+    ("model file: syntax error", "cli", "fit --model {m_syntax}:logp --quiet", "error", "",
+     "SyntaxError"),
+    ("model file: no such function", "cli", "fit --model {m_initfn}:nope --quiet", "error", "",
+     "defines no function 'nope'"),
+    ("model file without :NAME", "cli", "fit --model {m_initfn} --quiet", "error", "",
+     "FILE.py:NAME"),
+    ("model file: NumPyro model, arguments not in the CSV", "cli",
+     "fit --model {m_numpyro_args}:model --data {b_good} --quiet", "error", "",
+     "are not columns of the CSV"),
+    ("model file: NumPyro model without its data", "cli",
+     "fit --model {m_numpyro}:model --quiet", "error", "", "pass --data"),
+    ("model file: NumPyro model on its CSV", "cli",
+     "sample --model {m_numpyro}:model --data {b_good} --steps 20 --quiet --allow-unconverged",
+     "ok", "", "NumPyro model"),
+    ("sample discrete latent site", "cli", "sample --model {m_discrete}:model --quiet", "error",
+     "", "inertia needs continuous latent sites"),
+    ("fit discrete latent site", "cli", "fit --model {m_discrete}:model --quiet", "error", "",
+     "inertia needs continuous latent sites"),
+    ("sample exp(-|x|)", "cli", "sample --model {m_laplace}:logp --quiet", "error", "",
+     "non-smooth|twice-differentiable"),
+    ("fit exp(-|x|)", "cli", "fit --model {m_laplace}:logp --quiet", "error", "",
+     "non-smooth|twice-differentiable"),
+    ("sample exp(-|x|) with fixed parameters", "cli",
+     "sample --model {m_laplace}:logp --step-size 0.1 --gamma 1 --alpha 0.1 --steps 2000 "
+     "--quiet --allow-unconverged", "ok", "the advice given for non-smooth densities works", ""),
+    ("sample improper (flat direction)", "cli", "sample --model {m_improper}:logp --quiet",
+     "error", "not the step size", "improper"),
+    ("fit improper (flat direction)", "cli", "fit --model {m_improper}:logp --quiet", "error",
+     "", "improper"),
+    ("sample flat log density", "cli", "sample --model {m_flat}:logp --quiet", "error", "",
+     "improper"),
+    ("sample NumPyro ImproperUniform site", "cli", "sample --model {m_improper_np}:model "
+     "--quiet", "error", "", "improper|mu"),
+]
+
+OTHER_CASES = [
+    # sample: defaults and chains
+    ("sample --chains 1", "cli", "sample --dim 3 --kappa 10 --chains 1 --quiet", "ok",
+     "ESS rule alone", "R-hat needs two or more chains"),
+    ("sample --chains 1 --steps 400", "cli",
+     "sample --dim 3 --kappa 10 --chains 1 --steps 400 --quiet --allow-unconverged", "ok", "",
+     "1 chain x 400 draws"),
+    ("sample --steps 60 runs exactly 60", "cli",
+     "sample --dim 3 --kappa 10 --steps 60 --quiet --allow-unconverged", "ok",
+     "as sample(num_steps=60)", "x 60 draws"),
+    ("sample --steps 100 --target-ess 50", "cli",
+     "sample --dim 3 --kappa 10 --steps 100 --target-ess 50 --quiet --allow-unconverged", "ok",
+     "", "draws"),
+    ("sample --max-steps with --steps alone", "cli",
+     "sample --dim 3 --kappa 10 --steps 100 --max-steps 500 --quiet", "error", "",
+     "--max-steps caps the ESS rule"),
+    ("sample --target-ess -5", "cli", "sample --dim 3 --kappa 10 --target-ess -5 --quiet",
+     "error", "", "target_ess must be positive"),
+    ("sample --target-ess 0 (exactly 1000 steps)", "cli",
+     "sample --dim 3 --kappa 10 --target-ess 0 --quiet --allow-unconverged", "ok", "",
+     "x 1000 draws"),
+    ("sample --seed -1", "cli", "sample --dim 3 --kappa 10 --steps 20 --seed -1 --quiet",
+     "error", "", "seed must be"),
+    ("fit --seed -1", "cli", f"{FIT} --steps 5 --seed -1", "error", "", "seed must be"),
+    ("calibrate --seed -1", "cli", f"{CAL} --model linear --csv {{good}} --seed -1", "error", "",
+     "seed must be"),
+    ("sample --seed 1.5", "cli", "sample --dim 3 --seed 1.5", "error", "", "--seed"),
+    ("sample --thinning 3 (default steps)", "cli", "sample --dim 3 --thinning 3 --quiet",
+     "error", "", "multiple of thinning"),
+    ("sample --max-rows 0", "cli", "sample --dim 3 --max-rows 0", "error", "", "--max-rows"),
+    # failed writes
+    ("fit --json /dev/full", "cli", f"{FIT} --steps 5 --json /dev/full", "write-error", "",
+     "No space left on device"),
+    ("fit --plot /dev/full", "cli", f"{FIT} --steps 5 --plot /dev/full", "write-error", "",
+     "No space left on device"),
+    ("sample --json /dev/full", "cli", "sample --dim 3 --steps 20 --quiet --allow-unconverged "
+     "--json /dev/full", "write-error", "", "No space left on device"),
+    ("calibrate --json /dev/full", "cli", f"{CAL} --model linear --csv {{good}} --json "
+     "/dev/full", "write-error", "", "No space left on device"),
+    ("reproduce --out /dev/full", "cli", "reproduce lower-bound --quick --out /dev/full",
+     "error", "", "is a file, not a folder"),
+    ("calibrate --json to a folder", "cli", f"{CAL} --model linear --csv {{good}} --json "
+     "{adir}", "error", "", "is a folder"),
+    # reproduce
+    ("reproduce sgmcmc-linear --reps 0", "cli", "reproduce sgmcmc-linear --quick --reps 0",
+     "error", "", "--reps: must be >= 1"),
+    ("reproduce sgmcmc-linear --reps -2", "cli", "reproduce sgmcmc-linear --quick --reps -2",
+     "error", "", "--reps: must be >= 1"),
+    ("reproduce --reps 1.5", "cli", "reproduce sgmcmc-linear --quick --reps 1.5", "error", "",
+     "--reps"),
+    ("reproduce --reps on an experiment without", "cli",
+     "reproduce lower-bound --quick --reps 3 --out {tmp}/lbreps", "error", "",
+     "--reps applies to"),
+    ("resume after a saved cell was edited", "py",
+     "import json, pathlib, sys; from inertia.cli import main\n"
+     "out = pathlib.Path('{tmp}/tamper'); argv = ['reproduce', 'sgmcmc-linear', '--quick', "
+     "'--reps', '1', '--out', str(out)]\n"
+     "assert main(argv) == 0\n"
+     "cell = sorted((out / 'cells').glob('*.json'))[0]; text = cell.read_text()\n"
+     "import re; m = re.search(r'\\d\\.\\d{{4,}}', text)\n"
+     "cell.write_text(text[:m.start()] + str(round(float(m.group()) * 1.07, 4)) + text[m.end():])\n"
+     "sys.exit(main(argv))", "error", "a plausible wrong number", "delete it to recompute"),
+    # API: seeds alike
+    ("vi.fit seed 1.5", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.vi import fit; fit(K(4, 10.0), 'stl-proj', seed=1.5, num_steps=5)",
+     "ValueError", "", "seed must be a whole number"),
+    ("mcmc.sample seed 1.5", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.mcmc import sample; sample(K(3, 10.0), seed=1.5, num_steps=20)",
+     "ValueError", "", "seed must be a whole number"),
+    ("sgmcmc.calibrate seed 1.5", "api", "import numpy as np; from inertia.sgmcmc import "
+     "calibrate\nX = np.random.default_rng(0).normal(size=(50, 2))\n"
+     "calibrate('linear', (X, X[:, 1] ** 2), batch_size=5, num_steps=50, seed=1.5)",
+     "ValueError", "", "seed must be a whole number"),
+    ("mcmc.sample seed True", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.mcmc import sample; sample(K(3, 10.0), seed=True, num_steps=20)",
+     "ValueError", "", "seed must be a whole number"),
+    ("mcmc.sample seed 2**64", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.mcmc import sample; sample(K(3, 10.0), seed=2 ** 64, num_steps=20)",
+     "ValueError", "", "seed must be a whole number"),
+    ("vi.fit seed -3", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.vi import fit; fit(K(4, 10.0), 'stl-proj', seed=-3, num_steps=5)",
+     "ValueError", "", "seed must be a whole number"),
+    ("mcmc.sample one chain", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.mcmc import sample\n"
+     "r = sample(K(3, 10.0), num_chains=1, max_steps=20000)\n"
+     "assert r.diagnostics.converged and r.num_steps < 20000, r.diagnostics.verdict()\n"
+     "print(r.diagnostics.verdict())", "ok", "", ""),
+    # API: the CSV reader
+    ("read_csv NaN cell", "api", "from inertia.data.csv import read_csv\n"
+     "read_csv('{b_nan}', response='y')", "DatasetError", "", "line 12, column 'x1'"),
+    ("read_csv BOM header", "api", "from inertia.data.csv import read_csv\n"
+     "X, y, n = read_csv('{b_bom}', response='y'); assert n == ['x1', 'x2'], n", "ok", "", ""),
+    ("read_csv duplicate header", "api", "from inertia.data.csv import read_csv\n"
+     "read_csv('{b_dup}', response='y')", "DatasetError", "", "appears twice"),
+    ("read_csv drop_missing", "api", "import warnings; from inertia.data.csv import read_csv\n"
+     "with warnings.catch_warnings(record=True) as w:\n    warnings.simplefilter('always')\n"
+     "    X, y, n = read_csv('{b_nan}', response='y', drop_missing=True)\n"
+     "assert X.shape == (79, 2) and 'dropped 1 of 80' in str(w[0].message)", "ok", "", ""),
+    ("load_csv one-class response", "api", "from inertia.data.csv import load_csv\n"
+     "load_csv('{b_oneclass}', 'y')", "DatasetError", "", "every row"),
+    ("load_csv values of 1e300", "api", "from inertia.data.csv import load_csv\n"
+     "load_csv('{b_huge}', 'y')", "DatasetError", "", "overflow"),
+    ("read_columns semicolons + decimal comma", "api", "from inertia.data.csv import "
+     "read_columns\nc = read_columns('{b_semicomma}'); assert list(c) == ['x1', 'x2', 'y']\n"
+     "assert abs(c['x1']).max() > 0.1", "ok", "", ""),
+    ("standardize_predictors NaN column", "api", "import numpy as np; from inertia.data import "
+     "standardize_predictors as S\nX = np.ones((4, 2)); X[:, 0] = [1, 2, 3, np.nan]; S(X)",
+     "DatasetError", "a NaN must not drop its column", "non-finite values"),
+    ("make_target logistic on a NaN CSV", "api", "from inertia.targets.zoo import make_target\n"
+     "make_target('logistic', data='{b_nan}', response='y')", "DatasetError", "", "line 12"),
+    # API: reproduction cells
+    ("edited cell", "api", "import os, pathlib, json; from inertia.experiments._runner import "
+     "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
+     "s.save('k', {{'mean': 0.74, 'sd': 0.19}})\np = s.path('k')\n"
+     "p.write_text(p.read_text().replace('0.74', '0.75')); s.get_or_compute('k', lambda: 0)",
+     "ValueError", "", "delete it to recompute"),
+    ("cell renamed to another key", "api", "import os, pathlib; from "
+     "inertia.experiments._runner import CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'],"
+     " 'cells')); s.save('a', [1.0])\ns.path('a').rename(s.path('b'))\n"
+     "s.get_or_compute('b', lambda: 0)", "ValueError", "", "delete it to recompute"),
+    ("cell without checksum", "api", "import os, pathlib; from inertia.experiments._runner "
+     "import CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
+     "s.path('k').write_text('[1.0, 2.0]'); s.get_or_compute('k', lambda: 0)", "ValueError", "",
+     "no checksum"),
+    ("cell round trip", "api", "import os, pathlib; from inertia.experiments._runner import "
+     "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
+     "s.save('k', {{'x': [0.1, float('nan')]}})\n"
+     "assert s.get_or_compute('k', lambda: 0) == {{'x': [0.1, None]}}", "ok", "", ""),
+    ("sgmcmc-linear reps=0 (API)", "api", "from inertia import experiments\n"
+     "import os; experiments.run('sgmcmc-linear', os.environ['HOME'] + '/r', quick=True, reps=0)", "ValueError", "",
+     "reps"),
+    ("dump_json to /dev/full", "api", "from inertia.experiments._runner import dump_json\n"
+     "dump_json({{'a': 1}}, '/dev/full')", "OSError", "", "No space left"),
+]
+
+CASES += csv_cases() + MODEL_CASES + OTHER_CASES
 
 # ----------------------------------------------------------------------------------------- runner
 
@@ -384,17 +796,19 @@ def _env(home: Path) -> dict:
 
 
 def run_case(case, fixtures, workdir: Path) -> dict:
-    cid, kind, spec, expect, note = case
+    cid, kind, spec, expect, note, *rest = case
+    words = rest[0] if rest else ""
     home = Path(tempfile.mkdtemp(dir=workdir))
     text = spec.format(**fixtures)
-    if kind == "api":
+    if kind in ("api", "py"):
         code = textwrap.dedent(text)
         argv = [sys.executable, "-c", "import inertia\n" + code]
-        shown = code.replace("\n", "; ")
+        shown = spec.replace("\n", "; ")
     else:
         argv = [sys.executable, "-m", "inertia", *text.split()]
         shown = "inertia " + spec
     t0 = time.perf_counter()
+
     def limit():
         import resource
 
@@ -415,18 +829,32 @@ def run_case(case, fixtures, workdir: Path) -> dict:
         out, err = proc.communicate()
         rc = None
     secs = time.perf_counter() - t0
-    return dict(id=cid, kind=kind, command=shown, expect=expect, note=note, rc=rc, out=out,
-                err=err, seconds=secs)
+    return dict(id=cid, kind=kind, command=shown, expect=expect, note=note, words=words, rc=rc,
+                out=out, err=err, seconds=secs)
+
+
+# verdicts: the first two are right; the others are failures
+CLEAR, CORRECT = "clear error", "correct"
+UNCLEAR, SILENT, LOST = "unclear", "silent wrong answer", "lost result"
+TRACEBACK, HANG, REFUSED = "traceback", "hang", "refused valid input"
+VERDICTS = (CLEAR, CORRECT, UNCLEAR, SILENT, LOST, TRACEBACK, HANG, REFUSED)
+
+# unclear messages that stay, with the reason (case id -> why)
+KEPT_UNCLEAR = {}
+
+
+def _has(text: str, words: str) -> bool:
+    return all(w in text for w in words.split("|")) if words else True
 
 
 def judge(r: dict) -> tuple[str, str]:
     """(verdict, message shown) for a finished case."""
     err_lines = [ln for ln in r["err"].splitlines() if ln.strip()]
     out_lines = [ln for ln in r["out"].splitlines() if ln.strip()]
-    tb = "Traceback (most recent call last)" in r["err"]
+    both = r["out"] + "\n" + r["err"]
     if r["rc"] is None:
-        return "FAIL: hang", f"no answer in {TIMEOUT:.0f} s"
-    expect, kind = r["expect"], r["kind"]
+        return HANG, f"no answer in {TIMEOUT:.0f} s"
+    expect, kind, words = r["expect"], r["kind"], r["words"]
     if kind == "api":
         import re
 
@@ -436,34 +864,46 @@ def judge(r: dict) -> tuple[str, str]:
         warns = [ln.strip() for ln in err_lines if "Warning:" in ln]
         shown = warns[0] if warns else (out_lines[-1] if out_lines else "(no output)")
         if r["rc"] == 0:  # warn-or-error cases assert in their code that the run was flagged
-            ok = expect in ("ok", "warn-or-error")
-            return ("pass" if ok else "FAIL: silent"), shown
+            if expect in ("ok", "warn-or-error"):
+                return (CORRECT if _has(both, words) else UNCLEAR), shown
+            return SILENT, shown
         name = last.split(":", 1)[0].rsplit(".", 1)[-1]
+        if name == "AssertionError":
+            return SILENT, last
+        if expect == "ok":
+            return REFUSED, last
+        bug = name in ("AttributeError", "NameError", "IndexError", "UnboundLocalError",
+                       "UnexpectedTracerError", "TracerIntegerConversionError")
         if expect == "warn-or-error":
-            if name == "AssertionError":
-                return "FAIL: silent wrong answer", last
-            bug = name in ("AttributeError", "NameError", "IndexError", "UnboundLocalError")
-            return ("FAIL: internal error" if bug else "pass"), last
-        return ("pass" if name == expect else f"FAIL: raised {name}"), last
+            return (TRACEBACK if bug else CLEAR), last
+        ok = name == expect and _has(last, words)
+        return (CLEAR if ok else UNCLEAR), last
+    tb = "Traceback (most recent call last)" in r["err"]
     msg_lines = [ln for ln in err_lines if not ln.lstrip().startswith(("step ", "[", "usage:"))
                  and not ln.startswith(" ")]
     first = (msg_lines[0] if msg_lines else (err_lines or out_lines or ["(no output)"])[0])
     if tb:
-        return "FAIL: traceback", first
+        return TRACEBACK, first
     if expect == "ok":
-        return ("pass" if r["rc"] == 0 else "FAIL"), (out_lines[-1] if r["rc"] == 0 and
-                                                      out_lines else first)
+        if r["rc"] != 0:
+            return REFUSED, first
+        return (CORRECT if _has(both, words) else UNCLEAR), (out_lines[-1] if out_lines
+                                                               else first)
     if expect == "interrupt":
         lines = [ln for ln in err_lines if "interrupted" in ln]
         ok = r["rc"] == 130 and len(lines) == 1
-        return ("pass" if ok else "FAIL"), (lines[0] if lines else first)
+        return (CORRECT if ok else LOST), (lines[0] if lines else first)
     if expect == "warn":
         w = [ln for ln in err_lines if "warning" in ln.lower()]
-        return ("pass" if r["rc"] in (0, 1) and w else "FAIL"), (w[0] if w else first)
+        ok = r["rc"] in (0, 1) and w and _has(both, words)
+        return (CORRECT if ok else (SILENT if not w else UNCLEAR)), (w[0] if w else first)
     if r["rc"] == 0:
-        return "FAIL: silent (exit 0)", (out_lines[-1] if out_lines else first)
+        return (LOST if expect == "write-error" else SILENT), (out_lines[-1] if out_lines
+                                                               else first)
     errs = [ln for ln in err_lines if "error" in ln.lower()]
-    return ("pass" if errs else "FAIL: unclear"), (errs[-1] if errs else first)
+    shown = errs[-1] if errs else first
+    internal = "internal error" in shown
+    return (CLEAR if errs and not internal and _has(shown, words) else UNCLEAR), shown
 
 
 def _cell(text: str, width: int = 200) -> str:
@@ -472,33 +912,59 @@ def _cell(text: str, width: int = 200) -> str:
 
 
 def write_table(results: list[dict], path: Path, seconds: float) -> None:
-    rows, fails = [], 0
+    rows, counts, unclear = [], dict.fromkeys(VERDICTS, 0), []
     for i, r in enumerate(results, 1):
         verdict, msg = judge(r)
-        fails += verdict != "pass"
+        counts[verdict] += 1
+        if verdict == UNCLEAR:
+            unclear.append((i, r, msg))
         rc = "timeout" if r["rc"] is None else r["rc"]
-        rows.append(f"| {i} | {_cell(r['id'])} | `{_cell(r['command'], 160)}` | {rc} | "
+        command = r["command"].replace("{{", "{").replace("}}", "}")
+        rows.append(f"| {i} | {_cell(r['id'])} | `{_cell(command, 160)}` | {rc} | "
                     f"{r['seconds']:.1f} | {_cell(msg)} | {verdict} | {_cell(r['note'])} |")
+    kinds = {k: sum(r["kind"] == k for r in results) for k in ("cli", "py", "api", "interrupt")}
+    summary = "\n".join(f"| {v} | {counts[v]} |" for v in VERDICTS)
+    if unclear:
+        kept = "\n".join(f"- #{i} {r['id']}: {_cell(msg, 160)}. Why it stays: "
+                         f"{KEPT_UNCLEAR.get(r['id'], 'not yet fixed')}" for i, r, msg in unclear)
+    else:
+        kept = "None."
     head = textwrap.dedent(f"""\
         # Reliability: bad inputs
 
-        Generated by `python scripts/bad_inputs.py` (do not edit by hand): {len(results)} cases,
-        {len(results) - fails} pass, {fails} fail; {seconds:.0f} s wall at 2 jobs on the shared
-        2-core machine. Each case runs in a fresh process with only PATH, HOME (an empty folder:
-        no data cache), PYTHONPATH and OPENBLAS_NUM_THREADS set.
+        Generated by `python scripts/bad_inputs.py` (do not edit by hand): {len(results)} cases
+        ({kinds['cli'] + kinds['py'] + kinds['interrupt']} through the command line, {kinds['api']}
+        through the Python API); {seconds:.0f} s wall at 2 jobs on a shared 2-core machine. Each
+        case runs in a fresh process with only PATH, HOME (an empty folder: no data cache),
+        PYTHONPATH and OPENBLAS_NUM_THREADS set.
 
-        *Expected*: CLI errors exit 2 with one line `inertia CMD: error: ...` (argument errors
-        come from argparse before JAX is imported, usually in under a second); an interrupt exits
-        130 with one line saying what was saved and how to resume; a divergence exits 1 with a
-        warning; API errors raise the named exception with a message naming the cause. A case
-        fails on a traceback, a hang (no answer in {TIMEOUT:.0f} s), or exit 0 where an error was
-        due (a silent wrong answer). "Message" is the first line of the CLI's error output (or
-        the last line of an API exception; the last output line for successful runs). Cases
-        marked "lead" / "mcmc engineer" are being fixed in other branches.
+        *Expected*: a command-line error exits 2 with one line `inertia CMD: error: ...` that
+        names the cause (argument errors come from argparse before JAX is imported, usually in
+        under a second); an interrupt exits 130 with one line saying what was saved and how to
+        resume; a divergence exits 1 with a warning; API errors raise the named exception with a
+        message naming the cause. Valid but unusual input (a byte-order mark, `;` or tab
+        separators, one chain) runs and says what it did.
+
+        Verdicts: *clear error* (refused, with a message naming the cause), *correct* (ran, or
+        warned, as it should), *unclear* (refused, but the message does not name the cause),
+        *silent wrong answer* (exit 0, or an unflagged result, where an error or warning was
+        due), *lost result* (a failed write or an interrupt not reported), *traceback*, *hang*
+        (no answer in {TIMEOUT:.0f} s), *refused valid input*. "Message" is the CLI's error line
+        (or the last line of an API exception; the last output line for successful runs).
+
+        | verdict | cases |
+        |---|---|
+        {{summary}}
+
+        ## Unclear messages
+
+        {{kept}}
+
+        ## Cases
 
         | # | case | command | exit | s | message | verdict | note |
         |---|---|---|---|---|---|---|---|
-        """)
+        """).format(summary=summary, kept=kept)
     path.write_text(head + "\n".join(rows) + "\n")
 
 
@@ -507,9 +973,17 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2, help="cases run at a time")
     ap.add_argument("--only", default=None, help="run the cases whose id contains this")
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "reliability.md",
-                    help="where to write the table (nothing is written with --only)")
+                    help="where to write the table (nothing is written with --only, unless "
+                         "--results holds the other cases)")
+    ap.add_argument("--results", type=Path, default=None,
+                    help="JSON file of every case's outcome: written after a run; with --only, "
+                         "the cases not rerun are taken from it and the table is rewritten")
     args = ap.parse_args(argv)
     cases = [c for c in CASES if args.only is None or args.only in c[0]]
+    ids = [c[0] for c in CASES]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise SystemExit(f"duplicate case ids: {dup}")
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="inertia-bad-") as tmp:
         tmp = Path(tmp)
@@ -517,7 +991,7 @@ def main(argv=None) -> int:
         work = tmp / "homes"
         work.mkdir()
         # slow cases first, so the fast argument errors fill the gaps
-        order = sorted(range(len(cases)), key=lambda i: cases[i][1] != "interrupt")
+        order = sorted(range(len(cases)), key=lambda i: cases[i][1] not in ("interrupt", "py"))
         with cf.ThreadPoolExecutor(args.jobs) as pool:
             futs = {i: pool.submit(run_case, cases[i], fixtures, work) for i in order}
             results = []
@@ -525,9 +999,23 @@ def main(argv=None) -> int:
                 r = futs[i].result()
                 results.append(r)
                 verdict, msg = judge(r)
-                print(f"{verdict:>10}  {r['seconds']:5.1f}s  {r['id']}: {msg[:110]}", flush=True)
+                print(f"{verdict:>20}  {r['seconds']:5.1f}s  {r['id']}: {msg[:110]}", flush=True)
     seconds = time.perf_counter() - t0
-    if args.only is None:
+    merged = args.only is not None and args.results is not None and args.results.exists()
+    if merged:
+        import json
+
+        saved = json.loads(args.results.read_text())
+        new = {r["id"]: r for r in results}
+        old = {r["id"]: r for r in saved["results"]}
+        results = [dict(new.get(c[0]) or old[c[0]], expect=c[3], note=c[4],
+                        words=c[5] if len(c) > 5 else "") for c in CASES]
+        seconds = saved["seconds"]
+    if args.results is not None:
+        import json
+
+        args.results.write_text(json.dumps({"seconds": seconds, "results": results}))
+    if args.only is None or merged:
         write_table(results, args.out, seconds)
         print(f"wrote {args.out}")
     return 0

@@ -416,9 +416,13 @@ def _raw_table(spec: DatasetSpec, cache_dir, download):
 def standardize_predictors(X, feature_names=None):
     """Spec section 9.2: drop zero-variance columns, centre, divide by the population std (ddof=0).
 
-    Returns (Z, kept_feature_names)."""
+    Returns (Z, kept_feature_names); non-finite values raise DatasetError."""
     X = np.asarray(X, dtype=np.float64)
     names = list(feature_names) if feature_names is not None else list(range(X.shape[1]))
+    bad = ~np.all(np.isfinite(X), axis=0)
+    if bad.any():  # a NaN would otherwise make its column look constant and drop it
+        raise DatasetError(f"non-finite values (NaN or inf) in columns "
+                           f"{[names[j] for j in np.flatnonzero(bad)]}; fill or drop those rows")
     keep = np.ptp(X, axis=0) > 0
     Z = X[:, keep]
     Z = (Z - Z.mean(axis=0)) / Z.std(axis=0, ddof=0)

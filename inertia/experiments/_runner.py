@@ -26,13 +26,11 @@ def _to_jsonable(obj):
 
 
 def dump_json(obj, path) -> Path:
-    """Write obj as JSON atomically (numpy arrays become lists, NaN becomes null)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(_to_jsonable(obj), indent=1))
-    os.replace(tmp, path)
-    return path
+    """Write obj as JSON atomically (numpy arrays become lists, NaN becomes null); a failed
+    write raises OSError."""
+    from .._io import write_text_atomic
+
+    return write_text_atomic(path, json.dumps(_to_jsonable(obj), indent=1))
 
 
 def cell_key(**fields) -> str:
@@ -43,6 +41,13 @@ def cell_key(**fields) -> str:
     if len(safe) > 150:
         safe = safe[:120] + "-" + hashlib.sha1(raw.encode()).hexdigest()[:12]
     return safe
+
+
+def cell_checksum(key: str, value) -> str:
+    """sha256 of a cell's key (its settings) and its JSON value (its numbers)."""
+    text = json.dumps({"cell": key, "value": _to_jsonable(value)}, sort_keys=True,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 class CellStore:
@@ -63,16 +68,27 @@ class CellStore:
         return self.path(key).exists()
 
     def load(self, key: str):
-        """The saved cell; a truncated or corrupt file raises ValueError naming it."""
+        """The saved cell's value; a truncated, corrupt or edited file (its checksum of the cell's
+        key and numbers does not match) raises ValueError naming it."""
         path = self.path(key)
         try:
-            return json.loads(path.read_text())
+            saved = json.loads(path.read_text())
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise ValueError(f"saved cell {path} is unreadable (truncated or corrupt: {err}); "
                              "delete it and rerun to recompute that cell") from None
+        if not (isinstance(saved, dict) and set(saved) == {"cell", "value", "sha256"}):
+            raise ValueError(f"saved cell {path} carries no checksum (not written by this "
+                             "version of inertia, or edited); delete it to recompute that cell")
+        if saved["cell"] != key or saved["sha256"] != cell_checksum(key, saved["value"]):
+            raise ValueError(f"saved cell {path} does not match its checksum: its numbers or "
+                             "settings were changed after it was saved; delete it to recompute "
+                             "that cell")
+        return saved["value"]
 
     def save(self, key: str, value) -> None:
-        dump_json(value, self.path(key))
+        value = _to_jsonable(value)
+        dump_json({"cell": key, "value": value, "sha256": cell_checksum(key, value)},
+                  self.path(key))
 
     def get_or_compute(self, key: str, fn: Callable[[], Any]):
         """Load the cell if saved, otherwise compute, save (atomically) and return it."""
@@ -174,10 +190,10 @@ def markdown_table(header: list[str], rows: list[list[Any]], floatfmt: str = ".3
 
 
 def write_text(path, text: str) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+    """Write text atomically; a failed write raises OSError."""
+    from .._io import write_text_atomic
+
+    return write_text_atomic(path, text)
 
 
 def finish(out, name: str, store: CellStore, summary: dict, table: str, t0: float) -> dict:

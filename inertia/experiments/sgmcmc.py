@@ -332,7 +332,12 @@ def _linear_cell(seed, loss, B, cfg):
 
 
 def _with_reps(cfg, reps):
-    return cfg if reps is None else dict(cfg, runs=int(reps))
+    if reps is None:
+        return cfg
+    if isinstance(reps, bool) or not isinstance(reps, (int, np.integer)) or reps < 1:
+        raise ValueError(f"reps (repetitions per cell group) must be a whole number >= 1, "
+                         f"got {reps!r}")
+    return dict(cfg, runs=int(reps))
 
 
 def _batch_grid(exp, cfg, field, settings, cell, **key_fields):

@@ -23,6 +23,9 @@ def build_model(args):
     --data (built-in name or CSV with --response), graph-probit, or FILE.py:NAME (a user's model,
     CSV columns from --data). Names come from the target (`intercept` and columns, NumPyro sites)."""
     if args.model == "gaussian-kappa":
+        if args.data is not None or args.response is not None:
+            raise ValueError("--data and --response apply to logistic, probit, graph-probit and "
+                             "model files; gaussian-kappa takes --dim and --kappa")
         from inertia.targets import kappa_family
 
         return kappa_family(args.dim, args.kappa, seed=args.model_seed), None
@@ -31,7 +34,7 @@ def build_model(args):
     from inertia.targets import make_target
 
     target = make_target(args.model, data=args.data, prior_scale=args.prior_scale,
-                         response=args.response)
+                         response=args.response, drop_missing=args.drop_missing)
     return target, None
 
 
@@ -45,14 +48,25 @@ def _run(args) -> int:
         from ..cli import check_output_file
 
         check_output_file(args.save, "--save")
+    if args.json not in (None, "-"):
+        from inertia.cli import check_output_file
+
+        check_output_file(args.json, "--json")
     target, names = build_model(args)
+    # the API's rules (inertia.mcmc.sample): --steps alone runs exactly that many steps
+    steps, target_ess = args.steps, args.target_ess
+    if target_ess == 0:
+        steps, target_ess = steps or 1000, None
+    if args.max_steps is not None and steps is not None and target_ess is None:
+        raise ValueError("--max-steps caps the ESS rule; with --steps alone the run is exactly "
+                         "--steps steps (add --target-ess to run on)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the verdict is printed below instead
         res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma,
                      alpha=args.alpha, num_leapfrog=args.num_leapfrog,
-                     target_accept=args.target_accept, num_chains=args.chains, num_steps=args.steps, seed=args.seed,
+                     target_accept=args.target_accept, num_chains=args.chains, num_steps=steps, seed=args.seed,
                      thinning=args.thinning, progress=not args.quiet, precondition=args.precondition,
-                     bias_tol=args.bias_tol, target_ess=args.target_ess or None,
+                     bias_tol=args.bias_tol, target_ess=target_ess,
                      max_steps=args.max_steps, names=names)
     burn = args.burn_in
     mean, cov = res.moments(burn)
@@ -152,6 +166,9 @@ def add_parser(subparsers):
                    help="built-in data set name (e.g. wdbc) or a CSV path (GLM predictors, or the "
                         "columns passed to a model file)")
     p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="drop CSV rows with missing or non-finite cells (says how many); without "
+                        "it such a cell is an error naming its line and column")
     p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
     p.add_argument("--method", choices=METHODS, default="hfhr-exact",
                    help="sampler: hfhr-exact (Metropolis-adjusted, exact) or an unadjusted scheme "
@@ -173,13 +190,16 @@ def add_parser(subparsers):
     p.add_argument("--bias-tol", type=float, default=0.03,
                    help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
     p.add_argument("--chains", type=_positive_int, default=4, help="number of chains")
-    p.add_argument("--steps", type=_positive_int, default=1000,
-                   help="steps per chain after warm-up (the first block when --target-ess is on)")
-    p.add_argument("--target-ess", type=float, default=400.0,
+    p.add_argument("--steps", type=_positive_int, default=None,
+                   help="steps per chain after warm-up: exactly this many, or the first block "
+                        "with --target-ess (default: a first block of 1000 steps, run on until "
+                        "bulk ESS >= 400 and R-hat <= 1.01)")
+    p.add_argument("--target-ess", type=float, default=None,
                    help="run until every parameter has bulk ESS >= this and R-hat <= 1.01 "
-                        "(0: exactly --steps steps)")
-    p.add_argument("--max-steps", type=_positive_int, default=200_000,
-                   help="cap on steps per chain with --target-ess")
+                        "(default 400 without --steps, none with it; 0: exactly --steps steps)")
+    p.add_argument("--max-steps", type=_positive_int, default=None,
+                   help="cap on steps per chain under the ESS rule (default 100 x the first "
+                        "block: 100000)")
     p.add_argument("--thinning", type=_positive_int, default=1, help="keep every k-th state")
     p.add_argument("--burn-in", type=_fraction, default=None,
                    help="fraction of draws discarded (default: 0 after a warm-up, else 0.5)")

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._random import check_seed
 from .kernels import Method, Params, get_method
 
 
@@ -453,6 +454,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
     if target_accept is not None and not (m.adjusted and 0.0 < target_accept < 1.0):
         raise ValueError("target_accept must be in (0, 1) and applies to the exact kernel only")
+    seed = check_seed(seed)
     if num_steps is None:  # run until the diagnostics can pass (Vehtari et al. 2021: ESS >= 400)
         num_steps, target_ess = 1000, (DEFAULT_TARGET_ESS if target_ess is None else target_ess)
     if on_divergence not in ("raise", "stop"):
@@ -591,8 +593,10 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
             sd = kept.reshape(-1, kept.shape[-1]).std(axis=0)
             rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
             ess = ess / max(rel, 1.0) ** 2
-        bar.update(0, min_ess=round(ess), max_rhat=float(np.nanmax(st["rhat"])))
-        if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
+        one_chain = kept.shape[0] < 2  # R-hat needs two or more chains: the ESS rule alone
+        rhat = float("nan") if one_chain else float(np.nanmax(st["rhat"]))
+        bar.update(0, min_ess=round(ess), max_rhat=rhat)
+        if ess >= target_ess and (one_chain or rhat <= 1.01):
             break
         want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
         if m.adjusted:  # an early ESS estimate is noisy: at most 4x per extension

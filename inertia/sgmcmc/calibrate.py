@@ -311,6 +311,9 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc` uses
     (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
     """
+    from .._random import check_seed
+
+    seed = check_seed(seed)
     from ..data import sources
     from . import stream
 

@@ -1,55 +1,12 @@
 """`inertia calibrate`: Algorithm 1 on a CSV or a large data file (intercept added, no prior)."""
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
 from pathlib import Path
 
 from inertia.cli import number_type
-
-
-def read_csv(path, response: str):
-    """(X, y, predictor names) from a CSV with a header row; every cell must be numeric."""
-    import numpy as np
-
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"CSV file not found: {path}")
-    if path.is_dir():
-        raise ValueError(f"{path} is a folder, not a CSV file")
-    text = path.read_text()
-    if not text.strip():
-        raise ValueError(f"{path}: the file is empty")
-    try:
-        dialect = csv.Sniffer().sniff(text.splitlines()[0], delimiters=",;\t")
-    except csv.Error:
-        dialect = csv.excel
-    rows = [r for r in csv.reader(text.splitlines(), dialect) if r and any(c.strip() for c in r)]
-    header = [h.strip() for h in rows[0]]
-    if response not in header:
-        raise ValueError(f"{path}: no response column {response!r}; columns are {header}")
-    if len(rows) < 2:
-        raise ValueError(f"{path}: no data rows after the header")
-    values = np.empty((len(rows) - 1, len(header)))
-    for r, row in enumerate(rows[1:], start=2):
-        if len(row) != len(header):
-            raise ValueError(f"{path}: line {r} has {len(row)} fields, the header has {len(header)}")
-        for c, cell in enumerate(row):
-            try:
-                values[r - 2, c] = float(cell)
-            except ValueError:
-                raise ValueError(f"{path}: non-numeric value {cell.strip()!r} in column "
-                                 f"{header[c]!r} at line {r}; encode categories as numbers") \
-                    from None
-    if not np.all(np.isfinite(values)):
-        raise ValueError(f"{path}: missing or non-finite values (NaN/inf)")
-    j = header.index(response)
-    names = [h for i, h in enumerate(header) if i != j]
-    if not names:
-        raise ValueError(f"{path}: no predictor columns besides {response!r}")
-    return np.delete(values, j, axis=1), values[:, j], names
 
 
 # argparse types of --temperature (beta in (0, inf]), --momentum ([0, 1)), --beta-div (> 1)
@@ -75,7 +32,11 @@ def run(args) -> int:
         return run_large(args)
     if args.response is None:
         raise ValueError("--csv needs --response (the response column's name)")
-    X, y, names = read_csv(args.csv, args.response)
+    from inertia.data.csv import binary_response, read_csv
+
+    X, y, names = read_csv(args.csv, response=args.response, drop_missing=args.drop_missing)
+    if args.model == "logistic" and len(set(y.tolist())) < 2:
+        binary_response(y, args.response, args.csv)
     n, d = X.shape[0], X.shape[1] + 1
     if n <= d:
         raise ValueError(f"{args.csv}: {n} data row(s) for {d} parameters (intercept + "
@@ -198,6 +159,9 @@ def add_parser(subparsers):
                         "last), .parquet or .csv (read in row groups); chunked passes")
     p.add_argument("--response", default=None,
                    help="name of the response column (required with --csv, .parquet, .csv)")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="drop rows with missing or non-finite cells (says how many); without it "
+                        "such a cell is an error naming its line and column")
     p.add_argument("--model", required=True, choices=["linear", "poisson", "logistic"],
                    help="GLM: linear (Gaussian or beta loss), poisson (log link), logistic "
                         "(response 0/1)")

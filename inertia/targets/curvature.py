@@ -180,6 +180,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
                            dense_max_dim=dense_max_dim, H_first=H0)
     lmins, lmaxs = [lmin0] + extra["lambda_min"], [lmax0] + extra["lambda_max"]
     mean_lmin = extra["mean_lambda_min"]
+    check_curvature(target, mode, lmins, lmaxs, mean_lmin, H0)
     hvps += extra["hvp_evals"]
     alpha_raw, beta_raw = _bounds_from(lmins, lmaxs, mean_lmin)
     return CurvatureEstimate(
@@ -189,6 +190,50 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
         map_converged=converged and not degenerate,
         method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
+
+
+FLAT = 1e-13  # |eigenvalue| <= FLAT * lambda_max at every point: a flat direction (rounding level)
+
+
+def _names(target, d):
+    names = (getattr(target, "info", None) or {}).get("names")
+    return list(names) if names is not None and len(names) == d else [f"x[{i}]" for i in range(d)]
+
+
+def check_curvature(target: Target, mode, lmins, lmaxs, mean_lmin, H_mode=None) -> None:
+    """TargetError naming the cause when the Hessian gives no usable curvature: zero everywhere
+    with a non-zero gradient (a non-smooth, piecewise-linear log density such as exp(-|x|)), zero
+    with a zero gradient (a flat log density), or zero along one direction at every point (an
+    improper posterior)."""
+    beta_raw = max(lmaxs)
+    d = target.dim
+    if not (math.isfinite(beta_raw) and beta_raw > 0):
+        vg = jitted(target, "value_and_grad")
+        rng = np.random.default_rng(0)
+        pts = [np.asarray(mode)] + [np.asarray(mode) + rng.standard_normal(d) for _ in range(3)]
+        grads = [float(np.max(np.abs(np.asarray(vg(jnp.asarray(x))[1])))) for x in pts]
+        if max(grads) > 0:
+            raise TargetError(
+                "the log density has no curvature: its Hessian is 0 at the MAP and around it while "
+                f"its gradient is not (largest |gradient| {max(grads):.3g}), as for a non-smooth, "
+                "piecewise-linear log density such as exp(-|x|) (a Laplace prior), whose second "
+                "derivative is 0 away from its kinks. inertia's methods need a twice-"
+                "differentiable log density: smooth the kinks (e.g. |x| -> sqrt(x^2 + 1e-2)), or "
+                "sample with fixed parameters (step_size, gamma and alpha all given)")
+        raise TargetError("the log density is flat (zero gradient and Hessian at the MAP and "
+                          "around it): it does not depend on the parameters, so the posterior is "
+                          "improper; give every parameter a proper prior")
+    if all(abs(v) <= FLAT * beta_raw for v in lmins) and mean_lmin <= FLAT * beta_raw:
+        which = ""
+        if H_mode is not None:
+            w, V = np.linalg.eigh(np.asarray(H_mode))
+            top = np.argsort(-np.abs(V[:, 0]))[:3]
+            which = f" (mostly {', '.join(_names(target, d)[i] for i in top if abs(V[i, 0]) > 0.1)})"
+        raise TargetError(
+            f"the posterior is improper: the log density is flat along a direction{which} at the "
+            f"MAP and at every Laplace draw (smallest Hessian eigenvalue {max(lmins, key=abs):.2g}, "
+            f"largest {beta_raw:.3g}), so it does not integrate; give those parameters a proper "
+            "prior (a parameter without one, or parameters that enter only through their sum)")
 
 
 def _bounds_from(lmins, lmaxs, mean_lmin):

@@ -40,13 +40,22 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None):
 
     def proto(key):
         tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
+        latent = {k: site for k, site in tr.items()
+                  if site["type"] == "sample" and not site["is_observed"]}
+        discrete = {k: type(site["fn"]).__name__ for k, site in latent.items()
+                    if getattr(site["fn"], "is_discrete", False)}
+        if discrete:
+            raise TargetError(
+                "inertia needs continuous latent sites; marginalise or enumerate them in NumPyro "
+                f"(discrete latent sites: {', '.join(f'{k} ({v})' for k, v in discrete.items())}"
+                "; marginalising sums the site out of the model, e.g. a mixture's assignment "
+                "into numpyro.distributions.MixtureSameFamily)")
         if labels is not None:
             from ..results.labels import inverse_label
 
-            labels.update({k: inverse_label(biject_to(site["fn"].support)) for k, site in tr.items()
-                           if site["type"] == "sample" and not site["is_observed"]})
-        return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in tr.items()
-                if site["type"] == "sample" and not site["is_observed"]}
+            labels.update({k: inverse_label(biject_to(site["fn"].support))
+                           for k, site in latent.items()})
+        return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in latent.items()}
 
     shapes = jax.eval_shape(proto, jax.random.PRNGKey(seed))
     z = {k: np.zeros(v.shape, v.dtype) for k, v in shapes.items()}
@@ -63,6 +72,8 @@ def _initialise(model, model_args, model_kwargs, seed, labels=None):
         z, potential_fn, postprocess_fn = _traced_init(model, tuple(model_args), model_kwargs,
                                                        seed, labels)
         return z, None, potential_fn, postprocess_fn
+    except TargetError:
+        raise
     except Exception:
         initialize_model = _numpyro()
         try:

@@ -6,20 +6,34 @@ from .base import Target, TargetError
 MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 
 
+def is_csv_path(data: str) -> bool:
+    """True when --data names a file (a path, or a name ending .csv/.tsv/.txt), not a data set."""
+    from pathlib import Path
+
+    return (str(data).lower().endswith((".csv", ".tsv", ".txt")) or "/" in str(data)
+            or Path(data).is_file())
+
+
 def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: float = 300.0,
-                prior_scale: float = 1.0, response: str | None = None) -> Target:
+                prior_scale: float = 1.0, response: str | None = None,
+                drop_missing: bool = False) -> Target:
     """Build a CLI model: the kappa-family Gaussian, a Bayesian GLM on a data set, graph-probit, or
     a user's model file ("FILE.py:NAME", data from a CSV's columns).
 
     GLMs use standardised predictors with an intercept column and prior N(0, prior_scale^2 I);
     `data` is a built-in name (default "wdbc") or a CSV path with `response` naming its binary
-    response column. Coefficients are named `intercept` and the predictor columns.
+    response column (`drop_missing`: drop rows with missing cells instead of refusing them).
+    Coefficients are named `intercept` and the predictor columns.
     """
     if model.endswith(".py") or ".py:" in model:
         from ..data.csv import read_columns
         from .modelfile import target_from_file
 
-        return target_from_file(model, read_columns(data) if data else None)
+        return target_from_file(model, read_columns(data, drop_missing=drop_missing)
+                                if data else None)
+    if model == "gaussian-kappa" and (data is not None or response is not None):
+        raise TargetError("--data and --response apply to logistic, probit, graph-probit and "
+                          "model files; gaussian-kappa takes --dim and --kappa")
     if model == "gaussian-kappa":
         from ..resources import available_bytes, estimate_fit_bytes, largest_dim
         from .gaussian import kappa_family
@@ -35,11 +49,14 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
         from ..data import load_dataset
         from .glm import logistic_regression, probit_regression
 
-        if data is not None and (data.endswith(".csv") or "/" in data):
+        if data is not None and is_csv_path(data):
             from ..data.csv import load_csv
 
-            ds = load_csv(data, response)
+            ds = load_csv(data, response, drop_missing=drop_missing)
         else:
+            if response is not None:
+                raise TargetError(f"--response applies to a CSV --data; the built-in data set "
+                                  f"{data or 'wdbc'!r} has its own response")
             ds = load_dataset(data or "wdbc")
         build = logistic_regression if model == "logistic" else probit_regression
         return build(ds.X, ds.y, prior_scale=prior_scale, intercept=True,

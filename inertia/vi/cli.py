@@ -34,6 +34,9 @@ def add_parser(sub):
                         "download, docs/data.md) or a CSV path (columns passed to a model file)")
     p.add_argument("--response", default=None,
                    help="response column of a CSV --data (binary; no default)")
+    p.add_argument("--drop-missing", action="store_true",
+                   help="drop CSV rows with missing or non-finite cells (says how many); without "
+                        "it such a cell is an error naming its line and column")
     p.add_argument("--dim", type=positive_int, default=8, help="dimension (gaussian-kappa)")
     p.add_argument("--kappa", type=positive_float, default=300.0,
                    help="condition number (gaussian-kappa)")
@@ -86,7 +89,8 @@ def run(args) -> int:
     from .registry import METHODS
 
     target = make_target(args.model, data=args.data, dim=args.dim, kappa=args.kappa,
-                         prior_scale=args.prior_scale, response=args.response)
+                         prior_scale=args.prior_scale, response=args.response,
+                         drop_missing=args.drop_missing)
     accelerated = None
     if args.method is not None:
         accelerated = False if args.no_accel else METHODS[args.method].accelerable

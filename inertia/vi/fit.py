@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..parallel import shard_leading
-from .._random import host_normal
+from .._random import check_seed, host_normal
 from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
@@ -358,7 +358,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         num_steps = 20000 if opts.tol is not None else 1000
     if not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
         raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
-    seeds = [int(seed)] if np.ndim(seed) == 0 else [int(x) for x in seed]
+    seeds = [check_seed(seed)] if np.ndim(seed) == 0 else [check_seed(x) for x in seed]
     if not seeds:
         raise ValueError("seed must be an integer or a non-empty sequence of integers")
     if checkpoint_every is not None and (not isinstance(checkpoint_every, (int, np.integer))

@@ -154,7 +154,7 @@ def test_cli_methods_match_registry_and_help_shows_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["sample", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "(default: 400.0)" in text and "(default: hfhr-exact)" in text and "--allow-unconverged" in text
+    assert "default 400 without --steps" in text and "(default: hfhr-exact)" in text and "--allow-unconverged" in text
     with pytest.raises(SystemExit):
         main(["sample", "--chains", "0"])
 
