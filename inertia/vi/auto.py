@@ -129,7 +129,8 @@ def whiten_start(target: Target, init, *, seed: int = 0):
 
     m0 = np.asarray(init[0], dtype=float)
     A0 = np.asarray(init[1], dtype=float)
-    W = np.linalg.cholesky(A0 @ A0.T)
+    lower = np.array_equal(A0, np.tril(A0)) and np.all(np.diag(A0) > 0)
+    W = A0 if lower else np.linalg.cholesky(A0 @ A0.T)  # A0 itself: no squared condition number
     zt = whiten(target, m0, W)
     zt = dataclasses.replace(zt, info={k: v for k, v in target.info.items() if k != "init"})
     d = target.dim
