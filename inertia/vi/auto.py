@@ -56,11 +56,13 @@ class Prepared:
     target: Target
     curvature: Optional[object]  # CurvatureEstimate when the bounds were estimated
     init: Optional[tuple]
+    improper: Optional[dict] = None  # a ray along which V falls without bound (targets.mode)
 
 
 def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
             verbose: bool = False) -> Prepared:
-    """Estimate missing curvature bounds (user bounds win) and start at the Laplace fit."""
+    """Estimate missing curvature bounds (user bounds win), start at the Laplace fit, and probe for
+    a direction along which V falls without bound (an improper target)."""
     if target.alpha is not None and target.beta is not None:
         return Prepared(target, None, init)
     from ..targets.curvature import with_estimated_bounds
@@ -71,9 +73,12 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
         import sys
 
         print(f"inertia: {est.describe()}", file=sys.stderr, flush=True)
+    from ..targets.mode import probe_unbounded
+
+    improper = probe_unbounded(target, est.mode, est.factor, seed=seed)
     if init is None:
         init = (np.asarray(est.mode), best_scale(tgt, est.mode, est.factor, seed))
-    return Prepared(tgt, est, init)
+    return Prepared(tgt, est, init, improper)
 
 
 def best_scale(target, mode, factor, seed=0, scales=tuple(2.0 ** -k for k in range(7))):

@@ -17,6 +17,8 @@ from .._random import host_normal
 from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
+from . import verdict as verdicts
+from .verdict import headline
 from .auto import DEFAULT_METHOD, boundary, choose_method, default_batch, prepare, warn_small_batch
 from .monitor import ObjectiveMonitor, StoppingRule
 from .recorder import _Recorder
@@ -79,6 +81,11 @@ class FitResult:
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
 
     @property
+    def converged(self) -> bool:
+        """The verdict: True only when `stopped` says the run converged."""
+        return bool(self.stopped and self.stopped.get("converged"))
+
+    @property
     def multi_seed(self) -> bool:
         return len(self.seeds) > 1
 
@@ -126,6 +133,7 @@ class FitResult:
             "final_objective": self.final_objective, "bounds": self.bounds,
             "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
+            "converged": self.converged, "verdict": headline(self.stopped) or "converged",
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -133,14 +141,23 @@ class FitResult:
         models (Monte Carlo over `num_draws` draws of q; all seeds pooled)."""
         from ..posterior import named_draws, summarize
 
+        line = headline(self.stopped)
+        if line is not None:
+            warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
+                          RuntimeWarning, stacklevel=2)
         draws = self.sample(jax.random.PRNGKey(seed), num_draws).reshape(-1, self.dim)
         return summarize(named_draws(draws, self.names, self.constrain))
 
     def table(self, **kw) -> str:
-        """The summary as an aligned text table."""
+        """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
+        run did not converge."""
         from ..posterior import format_table
 
-        return format_table(self.summary(**kw))
+        line = headline(self.stopped)
+        with warnings.catch_warnings():  # said in the table itself
+            warnings.simplefilter("ignore", RuntimeWarning)
+            text = format_table(self.summary(**kw))
+        return text if line is None else f"{line}\n{text}"
 
     def to_arviz(self, num_draws: int = 1000, seed: int = 0):
         """Draws from q as an ArviZ object with groups posterior (chain = seed), named by site
@@ -376,6 +393,10 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         _check_hessian(target, m0, A0, runner.kernel.coords, method)
     res = runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
                      max_recoveries, prep.curvature, keep_iterates)
+    if prep.improper is not None:
+        res.stopped = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
+        res.events.append({"event": "improper target", "step": 0, "reason": res.stopped["reason"]})
+        warnings.warn(f"{res.method}: {res.stopped['reason']}", RuntimeWarning, stacklevel=2)
     if wh is not None:
         from .auto import unwhiten
 
@@ -676,6 +697,17 @@ class _Runner:
             kept = rec.keep_best()
             if kept:
                 self.events.append(kept)
+        if diverged is not None:
+            stopped = verdicts.diverged_verdict(diverged, rec.steps[-1])
+        elif stopped is None and rule is None:  # no stopping rule: judged from the trace
+            stopped = verdicts.trace_verdict(rec, opts.window)
+        if diverged is None and not opts.widen:  # given bounds: is the projection still binding?
+            wrong = verdicts.boundary_verdict(self.m_spec.feasible, rec.last_A, self.set_bounds,
+                                             rec.steps[-1], self.m_spec.name)
+            if wrong is not None:
+                self.events.append({"event": "bounds look wrong", "step": rec.steps[-1],
+                                    "reason": wrong["reason"]})
+                stopped = wrong
         if stopped is None and diverged is None and rule is not None:
             stopped = _budget_verdict(rec, rule, num_steps)
             if not stopped["converged"]:
