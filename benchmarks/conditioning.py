@@ -198,3 +198,127 @@ def _draw_rows(t, draws):
     flat, _ = summary_draws(t, draws, None)
     flat = np.asarray(flat).reshape(-1, flat.shape[-1])
     return [{"mean": float(m), "sd": float(v)} for m, v in zip(flat.mean(0), flat.std(0))]
+
+
+GP_X = np.array([-10.0, -8.0, -6.0, -4.0, -2.0, 0.0, 2.0, 4.0, 6.0, 8.0, 10.0])
+GP_K = np.array([40, 37, 29, 12, 4, 3, 9, 19, 77, 82, 33])
+
+
+def gp_model(x, k):
+    """Latent GP Poisson regression, non-centred (d = 13): rho ~ Gamma(25, 4), alpha ~
+    HalfNormal(2), f = chol(K_rho,alpha + 1e-10 I) f_tilde, f_tilde ~ N(0, I), k ~ Poisson(e^f)."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    rho = numpyro.sample("rho", dist.Gamma(25.0, 4.0))
+    alpha = numpyro.sample("alpha", dist.HalfNormal(2.0))
+    f_tilde = numpyro.sample("f_tilde", dist.Normal(0.0, 1.0).expand([len(x)]).to_event(1))
+    d2 = (x[:, None] - x[None, :]) ** 2
+    K = alpha**2 * jnp.exp(-0.5 * d2 / rho**2) + 1e-10 * jnp.eye(len(x))
+    f = jnp.linalg.cholesky(K) @ f_tilde
+    numpyro.sample("k", dist.Poisson(jnp.exp(f)), obs=k)
+
+
+GP_REFERENCE = ROOT / "benchmarks" / "results" / "conditioning_gp_reference.json"
+
+
+def gp_reference(num_chains: int = 4, num_samples: int = 25000, seed: int = 0) -> dict:
+    """Long NumPyro NUTS run (dense mass matrix) on the GP model: mean, sd, MC s.e. per site."""
+    import numpyro
+    from numpyro.infer import MCMC, NUTS
+
+    numpyro.set_host_device_count(1)
+    mcmc = MCMC(NUTS(gp_model, dense_mass=True, target_accept_prob=0.9), num_warmup=2000,
+                num_samples=num_samples, num_chains=num_chains, chain_method="sequential",
+                progress_bar=False)
+    t0 = time.perf_counter()
+    mcmc.run(jax.random.PRNGKey(seed), jnp.asarray(GP_X), jnp.asarray(GP_K))
+    secs = time.perf_counter() - t0
+    from numpyro.diagnostics import summary
+
+    s = summary(mcmc.get_samples(group_by_chain=True))
+    rows = []
+    for site in sorted(s):
+        v = s[site]
+        for i in np.ndindex(*np.shape(v["mean"])):
+            rows.append({"name": site if not i else f"{site}[{i[0]}]",
+                         "mean": float(np.asarray(v["mean"])[i]),
+                         "sd": float(np.asarray(v["std"])[i]),
+                         "n_eff": float(np.asarray(v["n_eff"])[i]),
+                         "r_hat": float(np.asarray(v["r_hat"])[i])})
+    div = int(np.sum(np.asarray(mcmc.get_extra_fields()["diverging"])))
+    return {"sampler": "numpyro NUTS dense_mass, target_accept 0.9", "chains": num_chains,
+            "draws_per_chain": num_samples, "warmup": 2000, "seconds": round(secs, 1),
+            "divergences": div, "rows": rows}
+
+
+def run_gp(what: str, seed: int = 0) -> dict:
+    """fit or sample the GP model with defaults; errors against the NUTS reference in its sds."""
+    from inertia.mcmc import sample
+    from inertia.targets.numpyro import from_numpyro
+    from inertia.vi import fit
+
+    ref = json.loads(GP_REFERENCE.read_text())
+    ref_mean = np.array([r["mean"] for r in ref["rows"]])
+    ref_sd = np.array([r["sd"] for r in ref["rows"]])
+    t = from_numpyro(gp_model, jnp.asarray(GP_X), jnp.asarray(GP_K), name="gp-poisson")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if what == "fit":
+            res = fit(t, seed=seed)
+            rows = res.summary(num_draws=20000)
+            converged = res.converged
+            extra = {"method": res.method, "updates": int(res.history["step"][-1]),
+                     "reason": res.stopped["reason"]}
+        else:
+            res = sample(t, seed=seed)
+            rows = _draw_rows(t, np.asarray(res.draws))
+            converged = bool(res.converged)
+            dg = res.diagnostics
+            extra = {"steps": int(res.num_steps), "max_rhat": dg.worst_rhat(),
+                     "min_ess": float(np.nanmin(dg.ess_bulk)),
+                     "preconditioner": (res.tuning or {}).get("fit", {}).get("kind")}
+    seconds = time.perf_counter() - t0
+    mean, sd = _summary_arrays(rows)
+    err = np.abs(mean - ref_mean) / ref_sd
+    return {"model": "gp-poisson", "dim": 13, "what": what, "converged": bool(converged),
+            "seconds": round(seconds, 2), "max_mean_error_sd": float(err.max()),
+            "max_sd_rel_error": float((np.abs(sd - ref_sd) / ref_sd).max()),
+            "warnings": sorted({str(w.message)[:160] for w in caught}), **extra}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", choices=("regression", "gp", "gp-reference"), default=None)
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "conditioning.json")
+    args = p.parse_args(argv)
+    if args.only == "gp-reference":
+        ref = gp_reference()
+        GP_REFERENCE.write_text(json.dumps(ref, indent=1))
+        print(f"wrote {GP_REFERENCE} ({ref['seconds']} s, {ref['divergences']} divergences)")
+        return 0
+    rows = json.loads(args.out.read_text())["rows"] if args.out.exists() else []
+    keep = [r for r in rows if args.only is not None and
+            (r["model"] == "regression") != (args.only == "regression")]
+    new = []
+    if args.only in (None, "regression"):
+        for kappa in (1e6, 1e9, 1e12):
+            for known in (True, False):
+                for what in ("fit", "sample"):
+                    r = run_regression(kappa, known, what)
+                    print(json.dumps({k: v for k, v in r.items() if k != "warnings"}), flush=True)
+                    new.append(r)
+    if args.only in (None, "gp"):
+        for what in ("fit", "sample"):
+            r = run_gp(what)
+            print(json.dumps({k: v for k, v in r.items() if k != "warnings"}), flush=True)
+            new.append(r)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": keep + new}, indent=1))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

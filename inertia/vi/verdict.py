@@ -31,13 +31,15 @@ def diverged_verdict(diverged: dict, step: int) -> dict:
 
 
 def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> dict:
-    """Whether the objective plateaued over the last `window` checkpoints of a run without a
-    stopping rule: paired F_hat differences (monitor) or the exact objective's trace."""
+    """Whether the objective plateaued over the last `window` checkpoints (at most the second half
+    of the checkpoints) of a run without a stopping rule: paired F_hat differences (monitor) or the
+    exact objective's trace."""
     step = rec.steps[-1]
     n = len(rec.steps)
-    if n <= window:
-        return not_converged(f"{n - 1} checkpoints are too few to see the objective plateau "
-                             f"(a window of {window} is needed)", step)
+    if n < 3:
+        return not_converged(f"{n - 1} checkpoint(s) after the start are too few to see the "
+                             "objective plateau", step)
+    window = min(window, (n - 1) // 2)  # at most the second half of a short run
     if rec.est_draws:
         from .monitor import paired_difference
 
@@ -51,14 +53,16 @@ def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> dict:
             return not_converged("the objective is not finite at the end", step)
         dec = float(f[-1 - window] - f[-1])
         se = float(np.std(np.diff(f[-1 - window:]), ddof=1)) if window > 1 else 0.0
+        se = se if np.isfinite(se) else 0.0
     else:
         return not_converged("no objective to judge convergence by (evaluate=False and no "
                              "monitor)", step)
-    out = {"step": int(step), "decrease": dec, "stderr": se, "window_checkpoints": window}
+    out = {"decrease": dec, "stderr": se, "window_checkpoints": window}
     if dec > max(tol, 2.0 * se):
         return not_converged(f"the objective still fell by {dec:.3g} nats over the last "
                              f"{window} checkpoints (num_steps too small)", step, **out)
-    return {**out, "reason": "objective plateaued by the end of num_steps", "converged": True}
+    return {"step": int(step), **out, "reason": "objective plateaued by the end of num_steps",
+            "converged": True}
 
 
 def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
