@@ -270,7 +270,7 @@ def run_gp(what: str, seed: int = 0) -> dict:
             rows = res.summary(num_draws=20000)
             converged = res.converged
             extra = {"method": res.method, "updates": int(res.history["step"][-1]),
-                     "reason": res.stopped["reason"]}
+                     "reason": res.stopped["reason"], "final_objective": res.final_objective}
         else:
             res = sample(t, seed=seed)
             rows = _draw_rows(t, np.asarray(res.draws))

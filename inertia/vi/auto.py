@@ -23,17 +23,23 @@ SWITCH_KAPPA = 1e4
 FALLBACK_METHOD = "ngvi-reparam"
 
 
-def choose_method(target: Target) -> Optional[dict]:
+def choose_method(target: Target, curvature=None) -> Optional[dict]:
     """The automatic mode's choice for a whitened target, as an event: FALLBACK_METHOD when its
-    estimated condition number is at least SWITCH_KAPPA, else None (keep DEFAULT_METHOD)."""
+    estimated condition number is at least SWITCH_KAPPA, or when hess V was indefinite at the
+    Laplace draws of `curvature` (a CurvatureEstimate: the target is not log-concave, where
+    stl-proj stalls and the natural-gradient step does not; docs/conditioning.md); else None."""
     if target.alpha is None or target.beta is None:
         return None
     kappa = target.beta / target.alpha
-    if kappa < SWITCH_KAPPA:
+    if kappa >= SWITCH_KAPPA:
+        why = f"estimated kappa {kappa:.3g} >= {SWITCH_KAPPA:g} in whitened coordinates"
+    elif curvature is not None and not curvature.log_concave_at_points:
+        why = (f"hess V indefinite at the Laplace draws (smallest eigenvalue "
+               f"{min(curvature.lambda_min):.3g}): not log-concave")
+    else:
         return None
     return {"event": "method chosen", "step": 0, "method": FALLBACK_METHOD,
-            "reason": f"{FALLBACK_METHOD}: estimated kappa {kappa:.3g} >= {SWITCH_KAPPA:g} in "
-                      "whitened coordinates"}
+            "reason": f"{FALLBACK_METHOD}: {why}"}
 
 
 def default_batch(method: str, dim: int) -> int:

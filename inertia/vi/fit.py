@@ -375,7 +375,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         out = whiten_start(target, init, seed=seeds[0])
         if out is not None:
             target, init, wh = out
-    chosen = choose_method(target) if auto_method and wh is not None else None
+    chosen = choose_method(target, prep.curvature) if auto_method and wh is not None else None
     if chosen is not None:
         method, m_spec = chosen["method"], get_method(chosen["method"])
         opts = opts._replace(restart=opts.restart and m_spec.accelerable)  # the batch is kept
