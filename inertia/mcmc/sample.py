@@ -434,7 +434,7 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
         kept = x[:, int(round(burn * x.shape[1])):]
         from ..diagnostics import arviz_stats
 
-        st = arviz_stats(kept)
+        st = arviz_stats(summary_draws(target, kept, names)[0])  # as diagnose_result
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
         if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
             break
