@@ -17,7 +17,8 @@ MODULES = [
     "inertia.mcmc.sample", "inertia.mcmc.tuning", "inertia.mcmc.gaussian", "inertia.mcmc.nag",
     "inertia.sgmcmc.calibrate", "inertia.sgmcmc.kernels", "inertia.sgmcmc.models",
     "inertia.sgmcmc.offline", "inertia.sgmcmc.tuning", "inertia.sgmcmc.predict",
-    "inertia.arviz_io", "inertia.plots", "inertia.parallel", "inertia.linalg",
+    "inertia.arviz_io", "inertia.results.build", "inertia.results.store",
+    "inertia.results.predictive", "inertia.progress", "inertia.plots", "inertia.parallel", "inertia.linalg",
     "inertia.experiments._runner",
 ]
 OUT = Path(__file__).resolve().parent / "api.md"

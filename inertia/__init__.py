@@ -19,3 +19,10 @@ from . import _cache
 _cache.enable()
 
 __version__ = "0.1.0"
+
+
+def load(path):
+    """A result saved by `res.save(path)` or `inertia fit|sample --save PATH.nc` (needs arviz)."""
+    from .results import load as _load
+
+    return _load(path)

@@ -1,8 +1,8 @@
 """Draws (chain, draw, ...) to ArviZ: one call, works with ArviZ 0.x (InferenceData) and 1.x (DataTree).
 
-ArviZ is an optional dependency (`pip install 'inertia[arviz]'`). Every inertia result that holds
-draws (VI `FitResult.to_arviz`, `mcmc.SampleResult.to_arviz`, sgmcmc `CalibrationResult.draws`)
-goes through `to_arviz_draws`, so `arviz.ess`, `arviz.rhat` and `arviz.summary` run without glue.
+ArviZ is an optional dependency (`pip install 'inertia[arviz]'`). `to_arviz_draws` takes raw
+draws or a dict of sites; the results' own `to_arviz()` (`inertia.results.build`) add the
+constrained sites, sample_stats, log_likelihood and the run's attributes.
 """
 from __future__ import annotations
 

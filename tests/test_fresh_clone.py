@@ -24,8 +24,7 @@ def clone(tmp_path_factory):
     dest = tmp_path_factory.mktemp("fresh") / "inertia"
     out = subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(dest)],
                          capture_output=True, text=True)
-    if out.returncode != 0:
-        pytest.skip(f"git clone failed: {out.stderr.strip()}")
+    assert out.returncode == 0, f"git clone failed: {out.stderr.strip()}"
     return dest
 
 

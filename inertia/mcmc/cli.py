@@ -40,6 +40,10 @@ def _run(args) -> int:
     from .kernels import REGISTRY
     from .sample import sample
 
+    if getattr(args, "save", None):
+        from ..cli import check_output_file
+
+        check_output_file(args.save, "--save")
     target, names = build_model(args)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the verdict is printed below instead
@@ -49,7 +53,7 @@ def _run(args) -> int:
                      bias_tol=args.bias_tol, target_ess=args.target_ess or None,
                      max_steps=args.max_steps, names=names)
     burn = args.burn_in
-    mean, cov = res.mean(burn), res.cov(burn)
+    mean, cov = res.moments(burn)
     dg = res.diagnostics
     if burn is not None and burn != res.burn_in_default:
         from .sample import diagnose_result
@@ -63,7 +67,8 @@ def _run(args) -> int:
            "grad_evals_total": (res.grad_evals + res.warmup_grad_evals) * res.num_chains,
            "names": res.names, "mean": mean, "cov": cov, "tuning": res.tuning, "bias": res.bias,
            "converged": bool(dg.converged) if dg is not None else None,
-           "diagnostics": dg.to_dict() if dg is not None else None}
+           "diagnostics": dg.to_dict() if dg is not None else None,
+           "summary": res.summary() if dg is not None else None}
     if dg is not None:
         out["ess_min"] = dg.min_ess_bulk
         out["rhat_max"] = dg.worst_rhat
@@ -91,6 +96,9 @@ def _run(args) -> int:
             with open(args.json, "w") as fh:
                 fh.write(text)
             print(f"wrote {args.json}", file=sys.stderr)
+    if getattr(args, "save", None):
+        res.save(args.save)
+        print(f"wrote {args.save}", file=sys.stderr)
     if args.json != "-":
         print(f"{out['model']}: " + res.report(max_rows=args.max_rows))
         if "w2" in out:
@@ -169,6 +177,10 @@ def add_parser(subparsers):
                    help="rows of the summary table (the least converged parameters are kept)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
                    help="write JSON (mean, cov, diagnostics, tuning, bias, ...) to PATH or stdout")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--save", default=None, metavar="PATH.nc",
+                   help="save the result as netCDF (ArviZ InferenceData: draws by site, "
+                        "sample_stats, log_likelihood; settings and verdict; inertia.load reads it)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
     p.set_defaults(func=_run)
     return p

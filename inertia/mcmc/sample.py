@@ -4,8 +4,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import sys
-import time
 import warnings
 from typing import Optional
 
@@ -46,6 +44,7 @@ class SampleResult:
     warmup_grad_evals: int = 0
     burn_in_default: float = 0.5
     preconditioner: Optional[tuple] = None  # (mean, factor): the chains ran on z, x = mean + factor z
+    model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
 
     @property
     def converged(self) -> bool:
@@ -63,15 +62,26 @@ class SampleResult:
             raise ValueError(f"burn_in leaves no draws ({start} of {n})")
         return self.draws[:, start:]
 
-    def mean(self, burn_in=None) -> np.ndarray:
-        """Mean over chains and the draws after burn_in (a fraction, or a number of draws; default 0
-        after a warm-up, else 0.5)."""
-        return self._kept(burn_in).mean(axis=(0, 1))
+    def moments(self, burn_in=None) -> tuple:
+        """(mean, covariance) in the unconstrained coordinates over chains and the draws after
+        burn_in (a fraction, or a number of draws; default 0 after a warm-up, else 0.5)."""
+        x = self._kept(burn_in)
+        return x.mean(axis=(0, 1)), np.atleast_2d(np.cov(x.reshape(-1, x.shape[2]), rowvar=False))
 
-    def cov(self, burn_in=None) -> np.ndarray:
-        """Covariance over chains and the draws after burn_in."""
-        x = self._kept(burn_in).reshape(-1, self.draws.shape[2])
-        return np.atleast_2d(np.cov(x, rowvar=False))
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean of the kept draws in the unconstrained coordinates (`names`)."""
+        from ..results.api import callable_array
+
+        return callable_array(self._kept(None).mean(axis=(0, 1)),
+                              lambda b=None: self._kept(b).mean(axis=(0, 1)), "mean")
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Covariance of the kept draws in the unconstrained coordinates."""
+        from ..results.api import callable_array
+
+        return callable_array(self.moments()[1], lambda b=None: self.moments(b)[1], "cov")
 
     def ess(self, burn_in=None) -> np.ndarray:
         """Effective sample size per coordinate (numpyro's multi-chain estimator)."""
@@ -96,12 +106,41 @@ class SampleResult:
             lines.append(self.diagnostics.verdict())
         return "\n".join(lines)
 
-    def to_arviz(self):
-        """An arviz InferenceData with posterior variable `x` (chain, draw, x_dim_0)."""
-        from ..arviz_io import to_arviz_draws
+    def summary(self) -> list:
+        """Rows {name, mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail} of the printed table."""
+        from ..results.build import sample_summary
 
-        stats = {k: v[:, self.thinning - 1::self.thinning] for k, v in self.info.items()}
-        return to_arviz_draws(self.draws, sample_stats=stats)
+        return sample_summary(self)
+
+    def table(self, max_rows: Optional[int] = 40) -> str:
+        """The summary as aligned text."""
+        return self.diagnostics.table(max_rows) if self.diagnostics is not None else ""
+
+    def to_arviz(self, log_likelihood: bool = True):
+        """InferenceData: posterior by site, constrained (NumPyro models) or by name, of the kept
+        draws (burn-in in warmup_posterior); sample_stats; log_likelihood and observed_data for
+        NumPyro models (`inertia.results.build`)."""
+        from ..results.build import sample_to_arviz
+
+        return sample_to_arviz(self, log_likelihood=log_likelihood)
+
+    def save(self, path, **kw):
+        """Write the InferenceData (`to_arviz(**kw)`), settings and verdict as netCDF
+        (`inertia.load` reads it)."""
+        from ..results.store import save
+
+        return save(self, path, **kw)
+
+    def predictive(self, rng_key, *model_args, **kwargs) -> dict:
+        """Posterior predictive draws by site (NumPyro's Predictive; `inertia.results.predictive`)."""
+        from ..results.predictive import predictive
+
+        return predictive(self, rng_key, *model_args, **kwargs)
+
+    def __repr__(self) -> str:
+        from ..results.api import sample_repr
+
+        return sample_repr(self)
 
 
 def _runner(method: Method, grad_fn, num_draws: int, thinning: int):
@@ -371,6 +410,10 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     split3 = jax.vmap(lambda k: jax.random.split(k, 3))(chain_keys)
     zeros = jnp.zeros(num_chains, dtype=jnp.int64)
     tuning, bias, pre, warm_grads = None, None, None, 0
+    from ..progress import progress as progress_bar
+
+    bar = progress_bar(f"sample {m.name}", progress)
+    bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
     if auto:
         if m.transition is None:
             raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
@@ -412,14 +455,10 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
     block = max(1, min(goal, math.ceil(block / thinning)))
-    t0, done_box = time.perf_counter(), [0]
+    bar.phase("sampling", total=goal * thinning)
 
     def show(n):
-        done_box[0] += n
-        el = time.perf_counter() - t0
-        print(f"[sample {m.name}] step {done_box[0] * thinning}/{goal * thinning} "
-              f"{100 * done_box[0] / goal:.0f}% elapsed {el:.1f}s "
-              f"ETA {el / done_box[0] * max(goal - done_box[0], 0):.1f}s", file=sys.stderr, flush=True)
+        bar.update(n * thinning)
 
     chunks, infos, done = [], [], 0
     while True:
@@ -436,10 +475,13 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
 
         st = arviz_stats(summary_draws(target, kept, names)[0])  # as diagnose_result
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
+        bar.update(0, min_ess=round(ess), max_rhat=float(np.nanmax(st["rhat"])))
         if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
             break
         want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
         goal = int(min(cap, block * math.ceil(want / block)))
+        bar.extend(goal * thinning)
+    bar.close()
     num_steps = done * thinning
     draws = _to_x(np.concatenate(chunks, axis=1), pre)
     info = {k: np.concatenate([i[k] for i in infos], axis=1) for k in infos[0]}
@@ -461,6 +503,9 @@ def sample(target, method: str = "hfhr", *, step_size=None, gamma=None, alpha=No
         grad_evals=1 + m.grads_per_step * int(num_steps), seed=int(seed), diverged_at=diverged,
         final_state=jax.tree_util.tree_map(np.asarray, carry[0]), tuning=tuning, bias=bias,
         names=names, warmup_grad_evals=warm_grads, burn_in_default=burn, preconditioner=pre)
+    from ..results.build import model_info
+
+    res.model_info = model_info(target)
     if diagnostics and res.draws.shape[1] - int(round(burn * res.draws.shape[1])) >= 4:
         res.diagnostics = diagnose_result(target, res)
         if not res.diagnostics.converged:

@@ -10,8 +10,10 @@ Algorithm 1 in one call::
 Building blocks: `models` (per-observation losses), `offline` (MAP, J, I, sandwich),
 `tuning` (Lambda from a target covariance), `predict` (exact stationary covariance, IAT,
 autocorrelations, iterate averages), `kernels` (BlackJAX-style SG(L)D steps and vmapped chains).
+Large data (docs/sgmcmc.md, "Large data"): `passes` (chunked and sharded sums over rows), `large`
+(the offline step by passes over a row source), `stream` (continuable chains, run to an ESS).
 """
-from . import bounds, kernels, models, offline, predict, test_loss, tuning
+from . import bounds, kernels, large, models, offline, passes, predict, stream, test_loss, tuning
 from .calibrate import CalibrationResult, CalibrationWarning, calibrate, empirical_ess, rel_fro
 from .kernels import SGLDInfo, SGLDState, build_kernel, minibatch_indices, proxy_gradient, sample
 from .models import (Model, from_loss, linear_regression, logistic_regression, make_model,
@@ -23,7 +25,8 @@ from .tuning import METHODS, Tuning, tune
 
 __all__ = [
     "calibrate", "CalibrationResult", "CalibrationWarning", "empirical_ess", "rel_fro",
-    "bounds", "kernels", "models", "offline", "predict", "test_loss", "tuning",
+    "bounds", "kernels", "large", "models", "offline", "passes", "predict", "stream", "test_loss",
+    "tuning",
     "SGLDInfo", "SGLDState", "build_kernel", "minibatch_indices", "proxy_gradient", "sample",
     "Model", "from_loss", "linear_regression", "logistic_regression", "make_model",
     "poisson_regression", "Curvature", "curvature", "fit_map",

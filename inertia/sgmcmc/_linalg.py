@@ -64,7 +64,12 @@ def hessian_fourth_moment_matrix(Jn: np.ndarray) -> np.ndarray:
     """vech matrix of S -> mean_n J_n S J_n from per-example Hessians J_n, shape (n, d, d)."""
     n, d, _ = Jn.shape
     flat = Jn.reshape(n, d * d)
-    K4 = (flat.T @ flat / n).reshape(d, d, d, d)  # K4[a, i, b, j] = mean J[a, i] J[b, j]
+    return vech_fourth_moment(flat.T @ flat / n, d)
+
+
+def vech_fourth_moment(M: np.ndarray, d: int) -> np.ndarray:
+    """vech matrix of S -> mean_n J_n S J_n from M = mean_n vec(J_n) vec(J_n)^T, (d^2, d^2)."""
+    K4 = M.reshape(d, d, d, d)  # K4[a, i, b, j] = mean J[a, i] J[b, j]
     ra, rb = vech_pairs(d)
     ci, cj = vech_pairs(d)
     K = K4[ra[:, None], ci[None, :], rb[:, None], cj[None, :]] \

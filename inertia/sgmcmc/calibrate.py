@@ -69,15 +69,51 @@ class CalibrationResult:
             "diagnostics": _diagnostics_json(self.diagnostics),
         }
 
-    def summary(self, max_rows: Optional[int] = 40) -> str:
+    @property
+    def mean(self) -> np.ndarray:
+        """Mean of the draws (chains pooled)."""
+        return self.draws.reshape(-1, self.draws.shape[-1]).mean(0)
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Empirical covariance of the draws."""
+        return self.empirical_cov
+
+    @property
+    def names(self) -> Optional[list]:
+        return list(self.diagnostics.names) if self.diagnostics is not None else None
+
+    @property
+    def converged(self) -> Optional[bool]:
+        """The mixing verdict (R-hat, ESS); None with too few draws to judge."""
+        return None if self.diagnostics is None else bool(self.diagnostics.converged)
+
+    def summary(self) -> list:
+        """Rows {name, mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail} of the draws."""
+        from ..results.build import calibration_summary
+
+        return calibration_summary(self)
+
+    def table(self, max_rows: Optional[int] = 40) -> str:
         """Named table of the draws (mean, sd, quantiles, MCSE, R-hat, ESS) and the mixing verdict."""
         return self.diagnostics.table(max_rows) + "\n" + self.diagnostics.verdict()
 
     def to_arviz(self):
-        """Draws (chain, draw, dim) as an ArviZ object."""
-        from ..arviz_io import to_arviz_draws
+        """InferenceData of the draws by parameter name, the checks in the attributes."""
+        from ..results.build import calibration_to_arviz
 
-        return to_arviz_draws(self.draws)
+        return calibration_to_arviz(self)
+
+    def save(self, path):
+        """Write the InferenceData and the checks as netCDF (`inertia.load` reads it)."""
+        from ..results.store import save
+
+        return save(self, path)
+
+    def __repr__(self) -> str:
+        from ..results.api import calibration_repr
+
+        return calibration_repr(self)
 
 
 def _diagnostics_json(dg) -> Optional[dict]:
@@ -155,6 +191,8 @@ def check_estimate_exists(model: Model) -> None:
         return
     X, y = np.asarray(model.X, np.float64), np.asarray(model.y, np.float64)
     n, d = X.shape
+    if n > CHECK_ROWS and _subsample_proves_estimate(model, X, y):
+        return
     kind = model.info.get("kind")
     if n <= d and kind == "linear":
         raise NoEstimateError(f"{n} observation(s) for {d} parameters: a linear model needs more "
@@ -182,30 +220,124 @@ def check_estimate_exists(model: Model) -> None:
 
 
 
+# in-memory (X, y) with more rows than this take the chunked path (`large`)
+LARGE_ROWS = 100_000
+DEFAULT_TARGET_ESS = 400.0
+
+
+def _resolve_large(model, data, loss_kw, large, chunk):
+    """A `large.LargeGLM` when the data are a file, a row source, or arrays of more than
+    LARGE_ROWS rows (or large=True); else None."""
+    from pathlib import Path
+
+    from ..data import sources
+    from .large import LargeGLM, large_model
+
+    if isinstance(model, LargeGLM):
+        return model
+    if not isinstance(model, str) or large is False:
+        return None
+    response = loss_kw.pop("response", None)
+    if isinstance(data, (str, Path)):
+        src = sources.open_source(data, response, cache_dir=loss_kw.pop("cache_dir", None))
+    elif sources.is_source(data):
+        src = data
+    elif data is not None and len(data) == 2 and (large or np.shape(data[0])[0] > LARGE_ROWS):
+        src = sources.ArraySource(*data)
+    else:
+        return None
+    return large_model(model, src, chunk=chunk, **loss_kw)
+
+
+def _sharded(lm, devices, chunk):
+    """ShardedPasses of a LargeGLM's rows over `devices` ('all' or a list) on a 1-D mesh."""
+    from jax.sharding import Mesh
+
+    from .passes import ShardedPasses
+
+    devs = jax.devices() if isinstance(devices, str) and devices == "all" else list(devices)
+    return ShardedPasses(lm.source, Mesh(np.array(devs), ("data",)), kind=lm.link.kind,
+                         params=lm.link.params, intercept=lm.intercept, chunk=chunk)
+
+
+# rows of the random subsample tried first by check_estimate_exists
+CHECK_ROWS = 20_000
+
+
+def _subsample_proves_estimate(model: Model, X: np.ndarray, y: np.ndarray) -> bool:
+    """True when CHECK_ROWS random rows already have full rank and no escape direction: then all
+    rows have neither (a direction for all rows is one for the subsample, and a full-rank
+    subsample makes it strict on some of its rows)."""
+    idx = np.sort(np.random.default_rng(0).choice(X.shape[0], size=CHECK_ROWS, replace=False))
+    Xs, ys = X[idx], y[idx]
+    if np.linalg.matrix_rank(Xs) < X.shape[1]:
+        return False
+    kind = model.info.get("kind")
+    if kind == "logistic":
+        return _recession_direction(Xs, np.zeros(CHECK_ROWS, bool), -(2 * ys - 1)) is None
+    if kind == "poisson":
+        return _recession_direction(Xs, ys > 0, np.ones(CHECK_ROWS)) is None
+    return True
+
+
 @blas_limited
-def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", num_steps: int,
-              seed: int = 0, temperature=math.inf, momentum: float = 0.0,
-              subsample: Optional[int] = None, replacement: bool = True, num_chains: int = 4,
-              burn_in: Optional[int] = None, thin: int = 1, init: str = "stationary",
-              level: float = 0.01, names=None, **model_kw) -> CalibrationResult:
+def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
+              num_steps: Optional[int] = None, seed: int = 0, temperature=math.inf,
+              momentum: float = 0.0, subsample: Optional[int] = None, replacement: bool = True,
+              num_chains: int = 4, burn_in: Optional[int] = None, thin: Optional[int] = None,
+              init: str = "stationary", level: float = 0.01, names=None,
+              target_ess: Optional[float] = None, max_steps: Optional[int] = None,
+              large: Optional[bool] = None, devices=None, quad_rows="auto",
+              chunk: int = 1 << 15, **model_kw) -> CalibrationResult:
     """Algorithm 1: estimate theta_hat, J, I, Sigma* = S / N (on a subsample of M), tune Lambda,
-    run `num_chains` SG(L)D chains of `num_steps` steps each and compare draws with predictions.
+    run `num_chains` SG(L)D chains and compare draws with predictions.
 
     `init="stationary"` starts chains at theta_hat + N(0, predicted Sigma) (Algorithm 1 allows
-    any warm start), "map" at theta_hat. Burn-in defaults to max(num_steps // 10, 3 x worst IAT),
-    capped at num_steps // 2. A `CalibrationWarning` is issued when some covariance entry differs
-    from the prediction by more than the Bonferroni z bound at `level` (Gaussian MC errors with
-    the predicted autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc`
-    uses (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
+    any warm start), "map" at theta_hat. With `num_steps` alone, exactly that many steps per
+    chain; burn-in defaults to max(num_steps // 10, 3 x worst IAT), capped at num_steps // 2.
+    With `target_ess` (default 400 when num_steps is None) the chains run in blocks until every
+    coordinate has bulk ESS >= target_ess and R-hat <= 1.01, or `max_steps` (default 10 x the
+    first block); the first block is num_steps, or the steps the predicted IAT says reach the
+    target (about target_ess x N / (B x chains): it scales with N / B), burn-in 3 x worst IAT and
+    thinning (default) worst IAT / 8.
+    Data given as a file path (.npy memory-mapped, .parquet, .csv; `response=` names y), a row
+    source (`inertia.data.sources`), or (X, y) of more than LARGE_ROWS rows (or large=True) use
+    chunked passes (`large`: never an N x D x D array) and minibatch rows gathered per block of
+    steps; `devices` ("all" or a list) shards the rows over devices (`jax.sharding`, also across
+    `jax.distributed` hosts). The quadratic term of eq. 16 (cost O(rows D^4)) then uses
+    `quad_rows` random rows ("auto": rows x (D(D+1)/2)^2 <= 3e8, at least 20 000; None: all).
+    A `CalibrationWarning` is issued when some covariance entry differs from the prediction by
+    more than the Bonferroni z bound at `level` (Gaussian MC errors with the predicted
+    autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc` uses
+    (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
     """
-    m = _resolve_model(model, data, dict(model_kw))
-    settings = dict(batch_size=int(batch_size), tuning=tuning, num_steps=int(num_steps),
+    from ..data import sources
+    from . import stream
+
+    kw = dict(model_kw)
+    lm = _resolve_large(model, data, kw, large if devices is None else True, chunk)
+    if lm is None and devices is not None:
+        raise ValueError("devices= needs a GLM given by name with (X, y), a file or a row source")
+    m = lm if lm is not None else _resolve_model(model, data, kw)
+    fixed = num_steps is not None and target_ess is None
+    if num_steps is None and target_ess is None:
+        target_ess = DEFAULT_TARGET_ESS
+    settings = dict(batch_size=int(batch_size), tuning=tuning,
+                    num_steps=None if num_steps is None else int(num_steps),
                     seed=int(seed), temperature=float(temperature), momentum=float(momentum),
                     subsample=subsample, replacement=bool(replacement),
-                    num_chains=int(num_chains), thin=int(thin), init=init, model=m.name,
-                    num_obs=m.num_obs, dim=m.dim)
-    if num_steps < 2:
+                    num_chains=int(num_chains), thin=None if thin is None else int(thin),
+                    init=init, model=m.name, num_obs=m.num_obs, dim=m.dim,
+                    target_ess=None if target_ess is None else float(target_ess),
+                    engine="chunked" if lm is not None else "in-memory",
+                    devices=None if devices is None else len(
+                        jax.devices() if devices == "all" else list(devices)))
+    if num_steps is not None and num_steps < 2:
         raise ValueError("num_steps must be at least 2")
+    if target_ess is not None and not target_ess > 0:
+        raise ValueError(f"target_ess must be positive; got {target_ess!r}")
+    if thin is not None and (int(thin) != thin or thin < 1):
+        raise ValueError(f"thin must be a whole number >= 1; got {thin}")
     if int(num_chains) != num_chains or num_chains < 1:
         raise ValueError(f"num_chains must be a whole number >= 1; got {num_chains}")
     if not 0 <= momentum < 1:
@@ -219,9 +351,20 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
                          f"got {batch_size}")
     if subsample is not None and not 1 <= subsample:
         raise ValueError(f"subsample must be >= 1; got {subsample}")
-    check_estimate_exists(m)
     t0 = time.perf_counter()
-    curv = offline(m, subsample=subsample, seed=seed)
+    sharded = None
+    if lm is not None:
+        from .large import check_estimate_exists_large, offline_large
+
+        if devices is not None:
+            sharded = _sharded(lm, devices, chunk)
+        check_estimate_exists_large(lm, sharded, seed=seed)
+        curv = offline_large(lm, subsample=subsample, seed=seed, quad_rows=quad_rows,
+                             passes=sharded, chunk=chunk)
+    else:
+        check_estimate_exists(m)
+        t0 = time.perf_counter()
+        curv = offline(m, subsample=subsample, seed=seed)
     t1 = time.perf_counter()
     tun = tune(curv, method=tuning, batch_size=batch_size, temperature=temperature,
                replacement=replacement, momentum=momentum)
@@ -229,12 +372,6 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
                     replacement=replacement, momentum=momentum)
     tau = iat(st)
     t2 = time.perf_counter()
-    if burn_in is None:
-        burn_in = min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
-    num_draws = (num_steps - burn_in) // thin
-    if num_draws < 2:
-        raise ValueError("too few draws after burn-in; increase num_steps or lower burn_in/thin")
-    settings.update(burn_in=int(burn_in))
     key = jax.random.key(seed)
     k_init, k_run = jax.random.split(key)
     starts = np.tile(curv.theta_hat, (num_chains, 1))
@@ -243,10 +380,52 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
         starts = starts + z @ np.linalg.cholesky(st.cov).T
     elif init != "map":
         raise ValueError("init must be 'stationary' or 'map'")
-    run = kernels.make_sampler(m, batch_size=batch_size, num_draws=num_draws,
-                               replacement=replacement, thin=thin, burn_in=burn_in,
-                               temperature=temperature, momentum=momentum)
-    draws = np.asarray(run(k_run, tun.Lambda, starts))
+    if fixed and lm is None:
+        thin = 1 if thin is None else int(thin)
+        if burn_in is None:
+            burn_in = min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
+        num_draws = (num_steps - burn_in) // thin
+        if num_draws < 2:
+            raise ValueError("too few draws after burn-in; increase num_steps or lower "
+                             "burn_in/thin")
+        run = kernels.make_sampler(m, batch_size=batch_size, num_draws=num_draws,
+                                   replacement=replacement, thin=thin, burn_in=burn_in,
+                                   temperature=temperature, momentum=momentum)
+        draws = np.asarray(run(k_run, tun.Lambda, starts))
+    else:
+        tau_max = max(tau.worst, float(np.max(tau.per_coord)))
+        if thin is None:
+            thin = 1 if fixed else max(1, int(tau_max // 8))
+        if burn_in is None:
+            burn_in = (min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
+                       if fixed else int(math.ceil(3 * tau.worst)))
+        if num_steps is not None:
+            first = num_steps - burn_in if fixed else num_steps
+        else:
+            first = int(math.ceil(1.2 * target_ess * tau_max / num_chains))
+        num_draws = max(first // thin, 4)
+        if fixed and first // thin < 2:
+            raise ValueError("too few draws after burn-in; increase num_steps or lower "
+                             "burn_in/thin")
+        max_draws = (None if max_steps is None else max(num_draws, int(max_steps) // thin))
+        if max_draws is None and not fixed:
+            max_draws = 10 * num_draws
+        rkw = dict(Lambda=tun.Lambda, batch_size=batch_size, replacement=replacement,
+                   temperature=temperature, momentum=momentum)
+        if sharded is not None:
+            runner = stream.DeviceRunner(lm, sharded, **rkw)
+        elif lm is not None and isinstance(lm.source, sources.NpySource):
+            runner = stream.SourceRunner(lm, **rkw)
+        elif lm is not None:
+            runner = stream.DeviceRunner(lm, **rkw)
+        else:
+            runner = stream.ModelRunner(m, **rkw)
+        draws, kept = stream.run_to_ess(runner, k_run, starts, burn_in=burn_in,
+                                        num_draws=num_draws, thin=thin,
+                                        target_ess=None if fixed else target_ess,
+                                        max_draws=max_draws)
+        num_steps = burn_in + kept * thin
+    settings.update(burn_in=int(burn_in), thin=int(thin), num_steps=int(num_steps))
     t3 = time.perf_counter()
     if not np.all(np.isfinite(draws)):
         raise FloatingPointError("SG(L)D diverged (non-finite iterates); the proxy is not valid "
@@ -287,4 +466,5 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact", nu
 
 
 __all__ = ["calibrate", "CalibrationResult", "CalibrationWarning", "NoEstimateError",
-           "check_estimate_exists", "empirical_ess", "rel_fro"]
+           "check_estimate_exists", "empirical_ess", "rel_fro", "LARGE_ROWS",
+           "DEFAULT_TARGET_ESS"]

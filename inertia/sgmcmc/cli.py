@@ -1,4 +1,4 @@
-"""`inertia calibrate`: Algorithm 1 on a CSV file (intercept added, no prior)."""
+"""`inertia calibrate`: Algorithm 1 on a CSV or a large data file (intercept added, no prior)."""
 from __future__ import annotations
 
 import csv
@@ -68,6 +68,13 @@ def run(args) -> int:
         from inertia.cli import check_output_file
 
         check_output_file(args.json, "--json")
+    if (args.csv is None) == (args.data is None):
+        raise ValueError("give exactly one of --csv (a small CSV, read into memory) and --data "
+                         "(.npy, .parquet or .csv read in row groups)")
+    if args.data is not None:
+        return run_large(args)
+    if args.response is None:
+        raise ValueError("--csv needs --response (the response column's name)")
     X, y, names = read_csv(args.csv, args.response)
     n, d = X.shape[0], X.shape[1] + 1
     if n <= d:
@@ -97,7 +104,46 @@ def run(args) -> int:
                     num_steps=args.steps, seed=args.seed, temperature=args.temperature,
                     momentum=args.momentum, subsample=args.subsample,
                     replacement=not args.without_replacement, num_chains=args.chains,
-                    names=params)
+                    names=params, target_ess=args.target_ess)
+    return report(args, res, model, params)
+
+
+def run_large(args) -> int:
+    """`--data FILE`: chunked passes over a memory-mapped or row-group-read file."""
+    from inertia.data.sources import open_source
+
+    from .calibrate import NoEstimateError, calibrate
+    from .large import large_model
+
+    response = args.response
+    if str(args.data).lower().endswith(".npy"):
+        response = -1 if response in (None, "last") else response
+    src = open_source(args.data, response)
+    if args.batch_size > src.num_rows:
+        raise ValueError(f"--batch-size {args.batch_size} exceeds the {src.num_rows} data rows "
+                         f"of {args.data}")
+    kw = {"intercept": True}
+    if args.model == "linear":
+        kw.update(loss=args.loss, beta_div=args.beta_div)
+    elif args.loss != "log":
+        raise ValueError("--loss beta applies to --model linear only")
+    params = ["(intercept)"] + list(src.names)
+    model = large_model(args.model, src, **kw)
+    try:
+        res = calibrate(model, batch_size=args.batch_size, tuning=args.tuning,
+                        num_steps=args.steps, seed=args.seed, temperature=args.temperature,
+                        momentum=args.momentum, subsample=args.subsample,
+                        replacement=not args.without_replacement, num_chains=args.chains,
+                        names=params, target_ess=args.target_ess,
+                        devices="all" if args.devices else None)
+    except NoEstimateError as err:
+        which = f" (most: column {params[err.parameter]!r})" if err.parameter is not None else ""
+        raise ValueError(f"{args.data}: {err}{which}") from None
+    return report(args, res, model, params)
+
+
+def report(args, res, model, params) -> int:
+    """Print the per-parameter table and verdict; write --json."""
     import numpy as np
 
     sd_t = np.sqrt(np.diag(res.target_cov))
@@ -145,9 +191,13 @@ def add_parser(subparsers):
                     "An intercept column is added; no prior. Tuning rules (docs/sgmcmc.md): "
                     "dq-exact (the paper's rule, eq. 15 solved exactly), and the baselines ct "
                     "(eq. 7, SGD only), dq-const (eq. 9 with C = J/B) and lr-ws (eq. 9-10).")
-    p.add_argument("--csv", required=True, type=Path,
-                   help="CSV file with a header row; every cell numeric")
-    p.add_argument("--response", required=True, help="name of the response column")
+    p.add_argument("--csv", type=Path, default=None,
+                   help="CSV file with a header row; every cell numeric (read into memory)")
+    p.add_argument("--data", type=Path, default=None, metavar="FILE",
+                   help="large data: .npy (memory-mapped; response column by index, default "
+                        "last), .parquet or .csv (read in row groups); chunked passes")
+    p.add_argument("--response", default=None,
+                   help="name of the response column (required with --csv, .parquet, .csv)")
     p.add_argument("--model", required=True, choices=["linear", "poisson", "logistic"],
                    help="GLM: linear (Gaussian or beta loss), poisson (log link), logistic "
                         "(response 0/1)")
@@ -159,7 +209,16 @@ def add_parser(subparsers):
                    help="minibatch size B (1..number of rows)")
     p.add_argument("--tuning", choices=SGMCMC_TUNINGS, default="dq-exact",
                    help="rule that sets the preconditioner Lambda (see above)")
-    p.add_argument("--steps", required=True, type=positive_int, help="SG(L)D steps per chain")
+    p.add_argument("--steps", type=positive_int, default=None,
+                   help="SG(L)D steps per chain (default: run until R-hat <= 1.01 and bulk ESS "
+                        ">= --target-ess, the first block from the predicted IAT, ~N/B)")
+    p.add_argument("--target-ess", type=number_type(float, lambda v: v > 0, "a number > 0",
+                                                    "must be > 0; got {text}", "target_ess"),
+                   default=None, metavar="ESS",
+                   help="keep running until every bulk ESS reaches ESS (default 400 without "
+                        "--steps)")
+    p.add_argument("--devices", action="store_true",
+                   help="shard the rows over all JAX devices (with --data)")
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--temperature", type=_inv_temp, default=math.inf, metavar="INV_TEMP",
                    help="inverse temperature beta (default inf: SGD; N: posterior-scale SGLD)")

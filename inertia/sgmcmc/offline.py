@@ -10,7 +10,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ._linalg import glm_fourth_moment_matrix, hessian_fourth_moment_matrix, unvech, vech
+from ._linalg import (glm_fourth_moment_matrix, hessian_fourth_moment_matrix, unvech, vech,
+                      vech_fourth_moment)
 from .models import Model
 
 
@@ -113,7 +114,8 @@ class Curvature:
 
     `num_obs` is the full N (for Sigma* = S/N, Gamma/N and the finite-population factor);
     the averages J, I and the fourth-moment operator use the `num_used` observations of the
-    offline subsample. `X`, `w` (GLM) or `Jn` (generic) define Q(S) = mean_n J_n S J_n.
+    offline subsample. `X`, `w` (GLM) or `Jn` (generic) define Q(S) = mean_n J_n S J_n; without
+    them (chunked passes) its vech matrix is given in `_cache["quad"]`.
     """
 
     theta_hat: np.ndarray
@@ -177,7 +179,10 @@ class Curvature:
         return (self.num_obs - batch_size) / (self.num_obs - 1)
 
     def quad(self, S: np.ndarray) -> np.ndarray:
-        """Q(S) = mean_n J_n S J_n, O(N D^2) for GLMs."""
+        """Q(S) = mean_n J_n S J_n, O(N D^2) for GLMs (from the cached vech matrix when the
+        rows are not kept)."""
+        if self.Jn is None and self.X is None:
+            return unvech(self.quad_matrix() @ vech(np.asarray(S)), self.dim)
         if self.Jn is not None:
             return np.einsum("nab,bc,ncd->ad", self.Jn, S, self.Jn) / self.Jn.shape[0]
         q = np.einsum("na,ab,nb->n", self.X, S, self.X)
@@ -216,10 +221,61 @@ def _checked_inverse(J: np.ndarray) -> np.ndarray:
     return np.linalg.inv(J)
 
 
-def curvature(model: Model, theta_hat, *, num_obs: Optional[int] = None) -> Curvature:
-    """J, I and the fourth-moment structure at theta_hat from all observations of `model`."""
+# generic models keep per-example Hessians (N x D x D) only up to this many numbers
+DENSE_HESSIAN_ELEMENTS = 1 << 24
+
+
+def _generic_sums(model: Model, theta, chunk: int):
+    """(sum grad, sum grad grad^T, sum J_n, D^2 x D^2 sum of vec(J_n) vec(J_n)^T) over blocks of
+    `chunk` examples (lax.map; padded rows masked), never all N Hessians at once."""
+    n, d = model.num_obs, model.dim
+    nb = -(-n // chunk)
+    pad = nb * chunk - n
+
+    def blocked(a):
+        a = jnp.asarray(a)
+        a = jnp.concatenate([a, jnp.repeat(a[:1], pad, axis=0)]) if pad else a
+        return a.reshape((nb, chunk) + a.shape[1:])
+
+    data = jax.tree_util.tree_map(blocked, model.data)
+    mask = (jnp.arange(nb * chunk) < n).astype(jnp.float64).reshape(nb, chunk)
+    g1 = jax.vmap(jax.grad(model.loss), (None, 0))
+    h1 = jax.vmap(jax.hessian(model.loss), (None, 0))
+
+    def one(blk):
+        dat, m = blk
+        G = g1(theta, dat) * m[:, None]
+        Jb = h1(theta, dat) * m[:, None, None]
+        flat = Jb.reshape(chunk, d * d)
+        return G.sum(0), G.T @ G, Jb.sum(0), flat.T @ flat
+
+    def body(acc, blk):
+        return jax.tree_util.tree_map(jnp.add, acc, one(blk)), None
+
+    init = (jnp.zeros(d), jnp.zeros((d, d)), jnp.zeros((d, d)), jnp.zeros((d * d, d * d)))
+    acc, _ = jax.jit(lambda th, dat, m: jax.lax.scan(body, init, (dat, m)))(theta, data, mask)
+    return tuple(np.asarray(a) for a in acc)
+
+
+def curvature(model: Model, theta_hat, *, num_obs: Optional[int] = None,
+              chunk: Optional[int] = None) -> Curvature:
+    """J, I and the fourth-moment structure at theta_hat from all observations of `model`.
+
+    Generic (autodiff) models with more than DENSE_HESSIAN_ELEMENTS Hessian entries, or any
+    `chunk`, sum over blocks of `chunk` examples instead of keeping the N per-example Hessians.
+    """
     theta = jnp.asarray(theta_hat, dtype=jnp.float64)
     N = model.num_obs if num_obs is None else int(num_obs)
+    if not model.is_glm and (chunk is not None
+                             or model.num_obs * model.dim ** 2 > DENSE_HESSIAN_ELEMENTS):
+        chunk = int(chunk or max(1, DENSE_HESSIAN_ELEMENTS // (64 * model.dim ** 2)))
+        gs, I, J, K4 = _generic_sums(model, theta, min(chunk, model.num_obs))
+        n = model.num_obs
+        I, J = I / n, J / n
+        gnorm = float(np.linalg.norm(gs / n + model.gamma @ np.asarray(theta) / N))
+        return Curvature(theta_hat=np.asarray(theta), num_obs=N, num_used=n,
+                         J=0.5 * (J + J.T), I=0.5 * (I + I.T), gamma=model.gamma,
+                         grad_norm=gnorm, _cache={"quad": vech_fourth_moment(K4 / n, model.dim)})
     grads = np.asarray(model.example_grads(theta))
     I = grads.T @ grads / model.num_obs
     kw = {}

@@ -88,6 +88,11 @@ class Target:
         if a is not None and b is not None and a > b:
             raise TargetError(f"curvature bounds need alpha <= beta, got alpha={a} > beta={b}")
 
+    def __repr__(self) -> str:
+        from ..results.api import target_repr
+
+        return target_repr(self)
+
     @property
     def kappa(self) -> float:
         """Condition number beta / alpha (requires both bounds)."""

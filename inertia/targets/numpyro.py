@@ -27,10 +27,11 @@ INIT_RADIUS = 2.0  # starts drawn uniform(-2, 2) on the unconstrained space, as 
 INIT_TRIES = 100
 
 
-def _traced_init(model, model_args, model_kwargs, seed):
+def _traced_init(model, model_args, model_kwargs, seed, labels=None):
     """(prototype {site: zeros of its unconstrained shape}, potential_fn, postprocess_fn) from one
     abstract trace of the model (`jax.eval_shape`: nothing is compiled). The functions are
-    NumPyro's public `potential_energy` and `constrain_fn`, as `initialize_model` builds them."""
+    NumPyro's public `potential_energy` and `constrain_fn`, as `initialize_model` builds them.
+    `labels` (a dict) receives each site's inverse-transform label (`results.labels`)."""
     from functools import partial
 
     from numpyro import handlers
@@ -39,6 +40,11 @@ def _traced_init(model, model_args, model_kwargs, seed):
 
     def proto(key):
         tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
+        if labels is not None:
+            from ..results.labels import inverse_label
+
+            labels.update({k: inverse_label(biject_to(site["fn"].support)) for k, site in tr.items()
+                           if site["type"] == "sample" and not site["is_observed"]})
         return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in tr.items()
                 if site["type"] == "sample" and not site["is_observed"]}
 
@@ -48,14 +54,14 @@ def _traced_init(model, model_args, model_kwargs, seed):
             partial(constrain_fn, model, model_args, model_kwargs, return_deterministic=True))
 
 
-def _initialise(model, model_args, model_kwargs, seed):
+def _initialise(model, model_args, model_kwargs, seed, labels=None):
     """(prototype {site: array}, start or None, potential_fn, postprocess_fn): the abstract trace
     (start None: drawn later with the target's own compiled gradient, `_valid_start`), or NumPyro's
     `initialize_model` (its own messages; its initial point is the start) for models that cannot
     be traced so, e.g. discrete or enumerated sites."""
     try:
         z, potential_fn, postprocess_fn = _traced_init(model, tuple(model_args), model_kwargs,
-                                                       seed)
+                                                       seed, labels)
         return z, None, potential_fn, postprocess_fn
     except Exception:
         initialize_model = _numpyro()
@@ -95,11 +101,13 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
     re-initialises the model with its floating-point arguments cast to float32.
     `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
-    ({site: unconstrained shape}), "init" (a start with finite V and grad V, flat).
+    ({site: unconstrained shape}), "init" (a start with finite V and grad V, flat), "names" (the
+    unconstrained coordinates: `log(sigma)`, `logit(p)`, ...), "numpyro" (model, args, kwargs).
     """
     mkw = dict(model_kwargs or {})
     mkw.update(kwargs)
-    z0, start, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed)
+    labels = {}
+    z0, start, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed, labels)
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
     flat0, unravel = jax.flatten_util.ravel_pytree(z0)
@@ -123,11 +131,12 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
         return {k: jnp.reshape(v, lead + v.shape[1:]) for k, v in out.items()}
 
     label = name or f"numpyro:{getattr(model, '__name__', 'model')}"
-    from ..posterior import site_names
+    from ..results.labels import unconstrained_names
 
     sites = {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     extra = {"constrain": constrain, "postprocess": postprocess_fn, "sites": sites, "init": flat0,
-             "names": site_names(sites)}
+             "names": unconstrained_names(sites, labels if set(labels) == set(sites) else None),
+             "numpyro": {"model": model, "args": tuple(model_args), "kwargs": mkw}}
 
     def recast(dtype):  # the model re-traced on its data in dtype; the latent point in dtype
         args, kw = cast_floats((model_args, mkw), dtype)

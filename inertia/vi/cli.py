@@ -70,7 +70,11 @@ def add_parser(sub):
     p.add_argument("--plot", type=Path, default=None,
                    help="write a PNG of the convergence trace to this file (needs matplotlib; "
                         "default: none)")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--save", type=Path, default=None, metavar="PATH.nc",
+                   help="save the result as netCDF (ArviZ InferenceData with the run's settings "
+                        "and verdict; inertia.load reads it back; default: none)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="exit 0 even when the fit ends NOT CONVERGED (default: exit status 3)")
     p.set_defaults(func=run)
@@ -80,7 +84,8 @@ def add_parser(sub):
 def run(args) -> int:
     from ..cli import check_output_file
 
-    for option, path in (("--json", args.json), ("--plot", args.plot)):
+    for option, path in (("--json", args.json), ("--plot", args.plot),
+                         ("--save", getattr(args, "save", None))):
         if path is not None:
             check_output_file(path, option)
     from ..targets.zoo import make_target
@@ -111,6 +116,9 @@ def run(args) -> int:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))
         print(f"wrote {args.json}")
+    if getattr(args, "save", None):
+        res.save(args.save)
+        print(f"wrote {args.save}")
     if args.plot:
         from ..plots import plot_fit
 

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 import warnings
 from typing import Callable, NamedTuple, Optional, Sequence
@@ -62,6 +61,7 @@ class FitResult:
     names: Optional[list] = None  # parameter names of the flat coordinates
     constrain: Optional[Callable] = dataclasses.field(default=None, repr=False)
     dtype: str = "float64"  # the float type the updates ran in (history and results: float64)
+    model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
 
     @property
     def final_gap(self):
@@ -81,9 +81,11 @@ class FitResult:
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
 
     @property
-    def converged(self) -> bool:
-        """The verdict: True only when `stopped` says the run converged."""
-        return bool(self.stopped and self.stopped.get("converged"))
+    def converged(self) -> Optional[bool]:
+        """The verdict of `stopped` (always set by `fit`; False after a divergence)."""
+        from ..results.build import fit_verdict
+
+        return fit_verdict(self)["converged"]
 
     @property
     def multi_seed(self) -> bool:
@@ -138,15 +140,14 @@ class FitResult:
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
         """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
-        models (Monte Carlo over `num_draws` draws of q; all seeds pooled)."""
-        from ..posterior import named_draws, summarize
+        models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`)."""
+        from ..results.build import fit_summary
 
         line = headline(self.stopped)
         if line is not None:
             warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
                           RuntimeWarning, stacklevel=2)
-        draws = self.sample(jax.random.PRNGKey(seed), num_draws).reshape(-1, self.dim)
-        return summarize(named_draws(draws, self.names, self.constrain))
+        return fit_summary(self, num_draws, seed)
 
     def table(self, **kw) -> str:
         """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
@@ -159,18 +160,30 @@ class FitResult:
             text = format_table(self.summary(**kw))
         return text if line is None else f"{line}\n{text}"
 
-    def to_arviz(self, num_draws: int = 1000, seed: int = 0):
-        """Draws from q as an ArviZ object with groups posterior (chain = seed), named by site
-        (NumPyro models) or by the target's parameter names."""
-        from ..arviz_io import to_arviz_draws  # optional dependency
-        from ..posterior import flat_names
+    def to_arviz(self, num_draws: int = 4000, seed: int = 0, log_likelihood: bool = True):
+        """InferenceData of `num_draws` draws of q per seed (chain = seed) pushed through the
+        constraints, by site (NumPyro models) or parameter name; log_likelihood and observed_data
+        for NumPyro models; q's mean and cov in the attributes (`inertia.results.build`)."""
+        from ..results.build import fit_to_arviz
 
-        draws = self.sample(jax.random.PRNGKey(seed), num_draws)
-        if draws.ndim == 2:
-            draws = draws[None]
-        if self.constrain is not None:
-            return to_arviz_draws({k: np.asarray(v) for k, v in self.constrain(draws).items()})
-        return to_arviz_draws(draws, flat_names(self.dim, self.names))
+        return fit_to_arviz(self, num_draws, seed, log_likelihood=log_likelihood)
+
+    def save(self, path, **kw):
+        """Write the InferenceData, settings and verdict as netCDF (`inertia.load` reads it)."""
+        from ..results.store import save
+
+        return save(self, path, **kw)
+
+    def predictive(self, rng_key, *model_args, **kwargs) -> dict:
+        """Posterior predictive draws by site at q's draws (NumPyro's Predictive)."""
+        from ..results.predictive import predictive
+
+        return predictive(self, rng_key, *model_args, **kwargs)
+
+    def __repr__(self) -> str:
+        from ..results.api import fit_repr
+
+        return fit_repr(self)
 
 
 def _num(v):
@@ -348,6 +361,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     and the results stay float64 (docs/benchmarks.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
+    source = target
     auto_method = method is None
     opts = _resolve(target, method, accelerated, restart, recover, widen, monitor, tol, average,
                     window, evaluate, whiten, extend)
@@ -366,6 +380,11 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
     _check_memory(m_spec, target.dim, batch_size, len(seeds))
+    from ..progress import progress as progress_bar
+
+    bar = progress_bar("fit", progress)
+    if target.alpha is None or target.beta is None:
+        bar.phase("curvature bounds and start (MAP, Laplace)")
     prep = prepare(target, init, seed=seeds[0], verbose=progress)
     target, init = prep.target, prep.init
     wh = None
@@ -391,8 +410,14 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         hessian_check = target.expectations is None
     if runner.est.needs_hvp and hessian_check:
         _check_hessian(target, m0, A0, runner.kernel.coords, method)
-    res = runner.run(m0, A0, seeds, num_steps, every, evaluate, progress, monitor_draws,
-                     max_recoveries, prep.curvature, keep_iterates)
+    if wh is not None:
+        runner.objective_offset = -wh.log_det
+    bar.phase("fitting (compile, then updates)", total=num_steps)
+    try:
+        res = runner.run(m0, A0, seeds, num_steps, every, evaluate, bar if progress else None,
+                         monitor_draws, max_recoveries, prep.curvature, keep_iterates)
+    finally:
+        bar.close()
     if prep.improper is not None:
         res.stopped = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
         res.events.append({"event": "improper target", "step": 0, "reason": res.stopped["reason"]})
@@ -406,6 +431,9 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
             res.events.insert(1, chosen)
         res = unwhiten(res, wh)
     res.dtype = dtype
+    from ..results.build import model_info
+
+    res.model_info = model_info(source)
     return res
 
 
@@ -461,6 +489,7 @@ class _Runner:
         self.compile_seconds = 0.0
         self.events = []
         self.traced = True  # step parameters as arguments of the compiled block (see _compiled)
+        self.objective_offset = 0.0  # F_hat of the target = F_hat of the run + this (whitening)
         self._build()
 
     def _build(self):
@@ -578,7 +607,6 @@ class _Runner:
         elapsed, attempt, low_hits, high_hits = 0.0, 0, 0, 0
         extended, earlier = 0, []  # averages before each extension
         queue = list(schedule)
-        last_print = time.perf_counter()
         while True:
             if not queue:
                 if not (opts.extend and rec.avg_start is not None and _falling(rule, z=1.0)
@@ -670,9 +698,8 @@ class _Runner:
                     and len(rec.steps) % REESTIMATE_EVERY == 0 and self._reestimate(rec)):
                 kernel = self.kernel
                 state = rec.restart_state(kernel)
-            if progress and time.perf_counter() - last_print > 2.0:
-                _progress(rec, num_steps, elapsed)
-                last_print = time.perf_counter()
+            if progress:
+                _progress(progress, rec, self.objective_offset)
             if rule is not None and any(rule.update(rec.seed_mean_draws(i))
                                         for i in range(-good, 0)):
                 verdict = {"step": rec.steps[-1], "decrease": rule.decrease,
@@ -751,13 +778,12 @@ def _keys(seeds, num_steps, attempt):
         max(num_steps, 1)))(jnp.asarray(seeds))  # (seeds, steps, 2)
 
 
-def _progress(rec, num_steps, elapsed):
-    done = rec.steps[-1]
-    eta = elapsed / max(done, 1) * (num_steps - done)
+def _progress(bar, rec, offset=0.0):
+    """The bar at the last checkpoint, with F_hat in the target's coordinates (offset: the
+    whitening's log-determinant, as `unwhiten` applies it)."""
     f = rec.est_value[-1] if rec.est_value else None
-    fs = f" F_hat {np.nanmean(f):.6g}" if f is not None else ""
-    print(f"  step {done}/{num_steps}{fs}  {elapsed:.1f}s run, at most {eta:.0f}s left",
-          file=sys.stderr, flush=True)
+    bar.update(max(rec.steps[-1] - bar.done, 0),
+               F_hat=None if f is None else float(np.nanmean(f)) + offset)
 
 
 def hitting_step(result: FitResult, threshold: float, *, relative: bool = False):

@@ -2,6 +2,7 @@
 NaN regions flagged, model errors not blamed on the step size, exact autocorrelation times."""
 import json
 import warnings
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -31,10 +32,23 @@ def test_known_moments_within_mcse_plus_reported_bias(kappa100, precondition):
     assert dg.converged and dg.min_ess_bulk >= 400 and dg.worst_rhat <= 1.01
     mu = np.asarray(kappa100.info["mean"])
     sd = np.sqrt(np.diag(np.linalg.inv(np.asarray(kappa100.info["precision"]))))
-    b = res.bias["sd_rel_exact_gaussian"]
-    assert 0 < b <= 0.03 + 1e-12
+    # the chain's exact stationary law at the tuned parameters: per eigen-direction of the frame
+    # it runs in (Laplace-whitened: N(0, I) exactly; else the target's precision), Var(q) from the
+    # one-step linear map, mapped back to the target's coordinates
+    prec = np.asarray(kappa100.info["precision"])
+    lam_f, U = np.linalg.eigh(np.eye(len(mu)) if precondition == "laplace" else prec)
+    var_q = chain_statistics(res.method, lam_f, **res.params)["var_q"][0]
+    if precondition == "laplace":
+        cov_chain = var_q[0] * np.linalg.inv(prec)
+    else:
+        cov_chain = (U * var_q) @ U.T
+    sd_chain = np.sqrt(np.diag(cov_chain))
+    b = res.bias["sd_rel_exact_gaussian"]  # the reported bias is the chain's, computed here
+    exact_b = np.max(np.abs(np.sqrt(var_q * lam_f) - 1.0))
+    assert exact_b > 0 and (b == pytest.approx(exact_b, rel=1e-6) if precondition == "laplace"
+                            else exact_b <= b + 1e-9)
     assert np.all(np.abs(dg.mean - mu) <= 4 * dg.mcse_mean)  # means are exact on Gaussians
-    assert np.all(np.abs(dg.sd - sd) <= 4 * dg.mcse_sd + b * sd)
+    assert np.all(np.abs(dg.sd - sd_chain) <= 4 * dg.mcse_sd)
     t = res.tuning
     assert t["precondition"] == precondition and t["bias_checks"][-1]["passed"]
     assert res.warmup_grad_evals > 0 and res.draws.shape[:2] == (4, res.num_steps)
@@ -57,8 +71,16 @@ def test_wdbc_default_run_converges_or_exits_nonzero(capsys):
     assert dg["max_rhat"] <= 1.01 and dg["min_ess_bulk"] >= 400
     assert out["names"][:2] == ["intercept", "mean radius"] and len(out["names"]) == 31
     assert out["tuning"]["precondition"] == "laplace" and out["bias"]["sd_rel_exact_gaussian"] <= 0.03
-    # posterior of the standardised WDBC logistic model (prior sd 1): intercept ~ 0.2 (sd 0.42)
-    assert abs(out["mean"][0] - 0.21) < 0.1 and abs(np.sqrt(out["cov"][0][0]) - 0.42) < 0.05
+    # the intercept's posterior mean and sd against BlackJAX NUTS (benchmarks/wdbc_reference.py:
+    # 4 x 5000 draws, 0.208 and 0.408), within 4 combined MCSEs; the sd also within the
+    # discretisation bias the run reports
+    ref = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results"
+                      / "wdbc_reference.json").read_text())
+    b = out["bias"]["sd_rel_exact_gaussian"]
+    assert abs(out["mean"][0] - ref["intercept_mean"]) < 4 * np.hypot(ref["mcse_mean"],
+                                                                      dg["mcse_mean"][0])
+    assert abs(np.sqrt(out["cov"][0][0]) - ref["intercept_sd"]) < 4 * np.hypot(
+        ref["mcse_sd"], dg["mcse_sd"][0]) + b * ref["intercept_sd"]
 
 
 def _nan_region():
@@ -163,7 +185,7 @@ def test_numpyro_model_table_uses_constrained_sites():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = sample(t, seed=0, num_steps=2000)
     dg = res.diagnostics
-    assert res.names == ["mu", "sigma"]  # target.info["names"] (unconstrained coordinates)
+    assert res.names == ["mu", "log(sigma)"]  # target.info["names"] (unconstrained coordinates)
     assert dg.names == ["mu", "sigma"]
     # posterior of (mu, sigma) is near (mean y, sd y) with sds ~ sd(y)/sqrt(n), sd(y)/sqrt(2n)
     s = np.std(y)
@@ -185,6 +207,8 @@ def test_badly_conditioned_laplace_frame_sends_the_warmup_to_vi(monkeypatch):
     monkeypatch.setattr(warmup, "SWITCH_KAPPA", 1.0)
     vi = warmup.fit_gaussian(t, "auto", seed=0)
     assert vi.kind == "vi" and vi.grad_evals > lap.grad_evals
-    # the Laplace sd is 1 (hess = I at 0); the quartic term makes the KL-optimal sd smaller
+    # the Laplace sd is 1 (hess = I at 0); the KL optimum over N(0, s^2) per coordinate minimises
+    # s^2/2 + 3 s^4/4 - log s: 3 s^4 + s^2 = 1, s = sqrt((sqrt(13) - 1) / 6) = 0.659. The 300-step
+    # stochastic fit lands 0.9 % +- 0.5 % above it (seeds 0-11, largest 2.2 %): band 5 %
     sd = np.sqrt(np.diag(vi.factor @ vi.factor.T))
-    assert np.all(sd < 0.95) and np.all(sd > 0.5)
+    np.testing.assert_allclose(sd, np.sqrt((np.sqrt(13.0) - 1.0) / 6.0), rtol=0.05)

@@ -90,4 +90,5 @@ def test_reproducible_shapes_info_and_arviz(gauss):
     c = sample(gauss, "hfhr", **{**kw, "seed": 5})
     assert np.abs(c.draws - a.draws).max() > 1e-3
     idata = a.to_arviz()
-    assert idata.posterior["x"].shape == (3, 20, 2)
+    # the kept draws are the posterior, the burn-in the warmup_posterior (ArviZ's groups)
+    assert idata.posterior["x"].shape == idata.warmup_posterior["x"].shape == (3, 10, 2)

@@ -58,7 +58,7 @@ def test_calibrate_reports_unmixed_chains(make_hetero):
                         intercept=True, init="map", names=["c", "a", "b"])
     assert not res.diagnostics.converged and res.diagnostics.names == ["c", "a", "b"]
     assert not res.to_json()["diagnostics"]["converged"]
-    assert "r_hat" in res.summary() and "NOT CONVERGED" in res.summary()
+    assert "r_hat" in res.table() and "NOT CONVERGED" in res.table()
 
 
 def test_calibrate_warns_when_prediction_is_wrong():

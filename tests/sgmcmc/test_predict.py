@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import inertia  # noqa: F401
-from inertia.sgmcmc import predict, tuning
+from inertia.sgmcmc import models, offline, predict, tuning
 
 
 def _b7_printed_residual(c, L, S, kappa, beta, B):
@@ -85,14 +85,53 @@ def test_printed_b8_differs(linear_problem):
     assert np.abs(printed - ours).max() > 0.1 * np.abs(ours).max()
 
 
-def test_theories_agree_in_the_small_step_limit(linear_problem):
-    """All four theories coincide as Lambda -> 0 (relative to Sigma), diverge at large steps."""
-    _, c = linear_problem
-    errs = {}
-    for lam in (1e-5, 0.3):
-        L = lam * np.linalg.inv(c.H)
-        ref = predict.theory_cov(c, L, "dq-exact", batch_size=8)
-        for th in ("ct",):
-            errs[(lam, th)] = np.linalg.norm(predict.theory_cov(c, L, th, batch_size=8) - ref) \
-                / np.linalg.norm(ref)
-    assert errs[(1e-5, "ct")] < 1e-3 and errs[(0.3, "ct")] > 0.05
+def _homoskedastic_linear(n=300, d=3, s=1.3, seed=0):
+    """Well-specified to second order: residuals exactly +-s, orthogonal to X, so theta_hat is the
+    generating theta, the mean squared residual is s^2 and, with sigma = s, I_hat = J_hat exactly."""
+    rng = np.random.default_rng(seed)
+    r = s * rng.choice([-1.0, 1.0], size=n)
+    X = rng.normal(size=(n, d))
+    X -= np.outer(r, r @ X) / (r @ r)
+    return models.linear_regression(X, X @ rng.normal(size=d) + r, sigma=s)
+
+
+@pytest.mark.parametrize("fixture", ["well-specified", "misspecified"])
+def test_which_theories_agree_in_the_small_step_limit(linear_problem, fixture):
+    """With Lambda = lam H^-1 (no prior, H = J) each theory tends, as lam -> 0, to the continuous
+    Lyapunov solution with its own noise at the mode, Sigma = lam H^-1 C0 H^-1 / 2:
+    dq-exact and ct share C0 = I_hat / B, so both -> lam S / (2B) (S = J^-1 I J^-1, the sandwich);
+    ct equals it at every lam. dq-const (C0 = J / B) -> lam J^-1 / (2B); lr-ws
+    (C0 = s2 A / (B sigma^4), J = A / sigma^2) -> (s2 / sigma^2) lam J^-1 / (2B). So dq-const and
+    lr-ws agree with dq-exact in the limit only where S = J^-1 (and s2 = sigma^2); under
+    misspecification they stay off by ||J^-1 - S|| / ||S|| (the posterior-vs-sandwich gap).
+    At large steps ct leaves dq-exact on both fixtures."""
+    c = offline.offline(_homoskedastic_linear()) if fixture == "well-specified" else linear_problem[1]
+    B = 8
+    S, Jinv = c.sandwich, np.linalg.inv(c.J)
+    ratio = c.residual_var / c.sigma ** 2  # 1 well specified; (N - D) / N with the OLS sigma
+    limit = {"dq-exact": S, "ct": S, "dq-const": Jinv, "lr-ws": ratio * Jinv}
+
+    def rel(a, b):
+        return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+    cov = {lam: {th: predict.theory_cov(c, lam * Jinv, th, batch_size=B) for th in limit}
+           for lam in (1e-4, 1e-5, 0.3)}
+    for lam in (1e-4, 1e-5):
+        for th, lim in limit.items():  # each theory's own limit, to O(lam)
+            assert rel(cov[lam][th], lam * lim / (2 * B)) < 2 * lam, (lam, th)
+        np.testing.assert_allclose(cov[lam]["ct"], lam * S / (2 * B), rtol=1e-9)
+    # dq-exact -> ct at rate lam: the O(lam) term shrinks tenfold with lam
+    e4, e5 = (rel(cov[lam]["ct"], cov[lam]["dq-exact"]) for lam in (1e-4, 1e-5))
+    assert 1e-7 < e5 < 2e-5 and e4 / e5 == pytest.approx(10, rel=0.01)
+    gap = rel(Jinv, S)
+    if fixture == "well-specified":
+        assert gap < 1e-12 and ratio == pytest.approx(1.0, rel=1e-12)
+        for th in ("dq-const", "lr-ws"):
+            assert rel(cov[1e-5][th], cov[1e-5]["dq-exact"]) < 2e-5
+    else:  # the disagreement is real and does not shrink with lam (0.461 and 0.466 here)
+        assert gap > 0.3 and ratio == pytest.approx(1 - c.dim / c.num_obs, rel=1e-12)
+        for lam in (1e-4, 1e-5):
+            assert rel(cov[lam]["dq-const"], cov[lam]["dq-exact"]) == pytest.approx(gap, rel=1e-3)
+            assert rel(cov[lam]["lr-ws"], cov[lam]["dq-exact"]) == pytest.approx(
+                rel(ratio * Jinv, S), rel=1e-3)
+    assert rel(cov[0.3]["ct"], cov[0.3]["dq-exact"]) > 0.1  # 0.22 on both fixtures

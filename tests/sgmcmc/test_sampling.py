@@ -56,7 +56,8 @@ def _check_cov(draws, pred):
 
 CONFIGS = {
     "dq-exact": dict(method="dq-exact", batch_size=16),
-    "ct": dict(method="ct", batch_size=16),
+    # CT's bias grows with B: 5 standard errors at B = 16 (not detectable), 37 at B = 64
+    "ct": dict(method="ct", batch_size=64),
     "dq-const": dict(method="dq-const", batch_size=16),
     "lr-ws": dict(method="lr-ws", batch_size=16),
     "without-replacement": dict(method="dq-exact", batch_size=100, replacement=False,
@@ -83,7 +84,7 @@ def test_sgd_covariance_matches_prediction(linear_problem, name):
         np.testing.assert_allclose(st.cov, c.target_cov, rtol=1e-9)
     else:  # the baselines miss the target by more than Monte Carlo error
         z_target = np.abs(emp - c.target_cov) / se
-        assert z_target.max() > 10 or method == "ct"
+        assert z_target.max() > 10
     if name == "dq-exact":
         _check_mixing(draws, st)
 

@@ -92,7 +92,7 @@ def test_numpyro_model_named_output():
     assert set(rows) == {"mu", "sigma"}
     assert rows["mu"]["mean"] == pytest.approx(y.mean(), abs=0.05)
     assert rows["sigma"]["mean"] == pytest.approx(y.std(), rel=0.1) and rows["sigma"]["q5"] > 0
-    assert res.to_dict()["names"] == ["mu", "sigma"]
+    assert res.to_dict()["names"] == ["mu", "log(sigma)"]  # the unconstrained coordinates
     pytest.importorskip("arviz")
     assert set(res.to_arviz(num_draws=10).posterior.data_vars) >= {"mu", "sigma"}
 

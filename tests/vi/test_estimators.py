@@ -35,6 +35,9 @@ def _draws(estimate, target, m, A, num=NUM, batch=1):
 
 
 def _zscores(draws, exact, mask):
+    """z-scores of the stochastic components inside the mask (the mask drops the zero upper
+    triangle of Cholesky coordinates and the duplicated lower triangle of symmetric ones); a
+    component with no spread over the draws must equal the exact value."""
     gm, gA = draws
     out = []
     for g, ex, msk in ((gm, exact[0], None), (gA, exact[1], mask)):
@@ -42,7 +45,10 @@ def _zscores(draws, exact, mask):
         ex = np.asarray(ex).ravel()
         keep = np.ones(ex.shape, bool) if msk is None else np.asarray(msk, bool).ravel()
         se = g.std(axis=0, ddof=1) / np.sqrt(g.shape[0])
-        ok = keep & (se > 1e-14)
+        det = se <= 1e-14
+        np.testing.assert_allclose(g[:, det], np.broadcast_to(ex[det], g[:, det].shape),
+                                   rtol=1e-10, atol=1e-12)
+        ok = keep & ~det
         out.append((g.mean(0)[ok] - ex[ok]) / se[ok])
     return np.concatenate(out)
 

@@ -123,9 +123,14 @@ HANG_SCRIPT = """
 import inertia
 from inertia.targets.graph_probit import graph_probit_dataset
 from inertia.vi import fit
-r = fit(graph_probit_dataset('sonar'), 'price-stl-proj', batch_size=64, num_steps=20,
-        seed=[20260831 + 997 * j for j in range(5)], checkpoint_every=10, progress=False)
-print('gap', float(r.history['gap'][-1].mean()))
+t = graph_probit_dataset('sonar')
+seeds = [20260831 + 997 * j for j in range(5)]
+r = fit(t, 'price-stl-proj', batch_size=64, num_steps=20, seed=seeds, checkpoint_every=10,
+        progress=False)
+lone = fit(t, 'price-stl-proj', batch_size=64, num_steps=20, seed=seeds[0], checkpoint_every=10,
+           progress=False)
+print('gaps', *r.history['gap'][0].ravel(), *r.history['gap'][-1].ravel(),
+      *lone.history['gap'][-1].ravel())
 """
 
 
@@ -143,4 +148,9 @@ def test_vmapped_projections_do_not_deadlock():
     except subprocess.TimeoutExpired:
         pytest.fail("Algorithm 3 with 5 vmapped seeds did not finish 20 updates in 400 s")
     assert out.returncode == 0, out.stderr[-2000:]
-    assert 100.0 < float(out.stdout.split("gap")[-1]) < 104.0
+    g = np.array(out.stdout.split("gaps")[-1].split(), dtype=float)
+    start, end, lone = g[:5], g[5:10], g[10]
+    # each vmapped seed computes what it computes alone (seed 0 rerun by itself), and all five
+    # make progress: the gap falls by more than 10x from the common start (4761 -> ~102)
+    assert lone == pytest.approx(end[0], rel=1e-9)
+    assert np.ptp(start) < 1e-9 * start[0] and np.all(end < 0.1 * start[0])

@@ -1,0 +1,349 @@
+"""Posterior suite: inertia's default sampler beside NumPyro NUTS (dense and diagonal mass) and
+BlackJAX MCLMC, against long-run or exact references.
+
+Per posterior and sampler, in one process: the sampler's verdict, the largest standardised error
+of a mean |mean - ref| / ref sd and of an sd |sd - ref sd| / ref sd over the named quantities,
+each with its z-score against the combined Monte Carlo standard error sqrt(MCSE_run^2 +
+MCSE_ref^2), the smallest bulk ESS, gradient evaluations per ESS (warm-up / tuning included) and
+wall time (compilation included). A run is flagged "converged but biased" when its verdict is
+converged and some quantity has error > 0.1 sd with z > 4.
+Run: `OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/run.py [--quick] [names...]
+[--json benchmarks/results/posteriors.json] [--doc docs/benchmarks_posteriors.md]`
+(`--report` only rewrites the page from the JSON; `--resume` keeps finished rows of the JSON).
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+
+from models import HARD, NAMES, NEAR, load  # noqa: E402
+from samplers import (max_rhat, min_ess, run_inertia, run_mclmc, run_nuts,  # noqa: E402
+                      summarise)
+
+REF = ROOT / "benchmarks" / "results" / "posteriors_reference.json"
+OUT = ROOT / "benchmarks" / "results" / "posteriors.json"
+DOC = ROOT / "docs" / "benchmarks_posteriors.md"
+TARGET_ESS = 400.0
+BIAS_SD, BIAS_Z = 0.1, 4.0
+METHODS = ("inertia", "nuts-dense", "nuts-diag", "mclmc")
+SETTINGS = {"full": {"nuts": (1000, 1000, 16000), "mclmc": (2000, 128000)},
+            "quick": {"nuts": (500, 500, 4000), "mclmc": (1000, 16000)}}
+PEER_RULE = "R-hat <= 1.01, bulk ESS >= 400, no divergent transition after warm-up, finite draws"
+
+
+def _log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run_method(post, method, cfg, seed):
+    if method == "inertia":
+        return run_inertia(post, seed=seed)
+    if method in ("nuts-dense", "nuts-diag"):
+        w, n, cap = cfg["nuts"]
+        return run_nuts(post, dense=method == "nuts-dense", seed=seed, num_warmup=w,
+                        num_samples=n, max_samples=cap, target_ess=TARGET_ESS)
+    if method == "mclmc":
+        n, cap = cfg["mclmc"]
+        return run_mclmc(post, seed=seed, num_steps=n, max_steps=cap, target_ess=TARGET_ESS)
+    raise ValueError(method)
+
+
+def compare(summary, ref):
+    """Per quantity in both: standardised mean and sd errors and their z-scores."""
+    out = {}
+    for k, r in ref["quantities"].items():
+        if k not in summary or not r["sd"] > 1e-12:
+            continue
+        s = summary[k]
+        dm, ds = s["mean"] - r["mean"], s["sd"] - r["sd"]
+        se_m = np.hypot(s["mcse_mean"], r["mcse_mean"])
+        se_s = np.hypot(s["mcse_sd"], r["mcse_sd"])
+        out[k] = {"mean_err": abs(dm) / r["sd"], "sd_err": abs(ds) / r["sd"],
+                  "mean_z": abs(dm) / se_m if se_m > 0 else np.inf,
+                  "sd_z": abs(ds) / se_s if se_s > 0 else np.inf,
+                  "ess_bulk": s["ess_bulk"], "rhat": s["rhat"]}
+    return out
+
+
+def _worst(cmp, key):
+    vals = {k: v[key] for k, v in cmp.items()}
+    vals = {k: (v if np.isfinite(v) else np.inf) for k, v in vals.items()}
+    k = max(vals, key=vals.get)
+    return k, float(vals[k]), float(cmp[k][key.replace("err", "z")])
+
+
+def score(post, res, ref, method):
+    """The table row of one run."""
+    cmp_ = compare(summarise(post, res["draws"]), ref)
+    ess = min(v["ess_bulk"] if np.isfinite(v["ess_bulk"]) else 0.0 for v in cmp_.values())
+    rhat = max(v["rhat"] if np.isfinite(v["rhat"]) else np.inf for v in cmp_.values())
+    finite = bool(np.all(np.isfinite(res["draws"])))
+    if method == "inertia":
+        converged, verdict = res["converged"], res["verdict"]
+    else:
+        div = res["detail"].get("divergences", 0)
+        converged = bool(rhat <= 1.01 and ess >= TARGET_ESS and div == 0 and finite)
+        verdict = (f"R-hat {rhat:.3f}, ESS {ess:.0f}"
+                   + (f", divergences {div}" if method != "mclmc" else "")
+                   + ("" if finite else ", non-finite draws"))
+    mk, me, mz = _worst(cmp_, "mean_err")
+    sk, se, sz = _worst(cmp_, "sd_err")
+    biased = sorted(k for k, v in cmp_.items()
+                    if (v["mean_err"] > BIAS_SD and v["mean_z"] > BIAS_Z)
+                    or (v["sd_err"] > BIAS_SD and v["sd_z"] > BIAS_Z))
+    return {"posterior": post.name, "method": method, "converged": bool(converged),
+            "verdict": verdict, "max_mean_err": me, "max_mean_err_at": mk, "max_mean_err_z": mz,
+            "max_sd_err": se, "max_sd_err_at": sk, "max_sd_err_z": sz, "min_ess_bulk": ess,
+            "max_rhat": rhat, "grads": int(res["grads"]),
+            "grads_per_ess": res["grads"] / ess if ess > 0 else None, "wall_s": res["wall_s"],
+            "biased": biased, "converged_but_biased": bool(converged and biased),
+            "detail": res.get("detail", {})}
+
+
+def _git():
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.strip()
+        br = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=ROOT,
+                            capture_output=True, text=True).stdout.strip()
+        return f"{br} @ {rev}"
+    except OSError:
+        return None
+
+
+def _fmt(v, f="{:.3f}"):
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "inf" if isinstance(v, float) else "—"
+    return f.format(v)
+
+
+def _z(v):
+    return "inf" if not np.isfinite(v) else f"{v:.1f}"
+
+
+INTRO = """# Posterior suite: inertia's default sampler, NUTS and MCLMC
+
+Fourteen posteriors, ten of them non-Gaussian or hierarchical and four near-Gaussian, each run by
+four samplers on the same unconstrained target (in one process unless the line under the
+command says otherwise):
+
+- **inertia**: `inertia.mcmc.sample(target, seed=0)`, the library's default (no method or
+  parameters passed). Gradients: warm-up + 4 chains x sampling (`total_grad_evals` when the
+  result has it).
+- **nuts-dense / nuts-diag**: NumPyro NUTS on the target's potential with a dense or a diagonal
+  mass matrix, 4 chains started uniform(-2, 2), {nuts_w} warm-up + {nuts_n} draws, extended by
+  blocks of {nuts_n} draws while the smallest bulk ESS is below 400 or an R-hat above 1.01
+  (at most {nuts_cap} a chain).
+  Gradients: leapfrog steps of warm-up and sampling.
+- **mclmc**: BlackJAX `mclmc_find_L_and_step_size` (its defaults: diagonal preconditioning,
+  num_steps = {mclmc_n}) per chain, then MCLMC, extended while the bulk ESS is below 400 or an
+  R-hat above 1.01 (at most {mclmc_cap} steps a chain). Gradients: 2 a step, tuning included.
+
+Columns: the sampler's verdict (inertia: `res.converged`; the peers: {peer_rule}); the
+largest standardised error of a mean, |mean - ref| / ref sd, and of an sd, |sd - ref sd| / ref
+sd, over the named quantities (NumPyro models: constrained and deterministic sites), each with
+the quantity and its z-score; the smallest bulk ESS (ArviZ); gradient evaluations per effective
+sample with warm-up and tuning counted, and that ratio over dense-mass NUTS's; wall time
+(compilation included).
+
+**Monte Carlo noise and bias.** An error is compared with the standard error of the difference,
+sqrt(MCSE_run^2 + MCSE_ref^2) (ArviZ's MCSE of the mean and of the sd; 0 for exact references).
+A run is flagged **converged but biased** when its verdict is converged and some quantity has an
+error above 0.1 sd *and* a z-score above 4: an error that large is not Monte Carlo noise at the
+run's ESS. An error above 0.1 sd with z <= 4 is reported but not flagged (the run's ESS is too
+small to tell). At ESS 400 a mean's MCSE is about 0.05 sd, so pure noise gives z ~ N(0, 1) per
+quantity (a false alarm in about 1 run in 160 with 100 quantities) and the flag catches a bias of
+about 0.2 sd at ESS 400 and of 0.1 sd from ESS of about 1 600 on.
+
+**References** (`benchmarks/posteriors/reference.py`, stored in
+`benchmarks/results/posteriors_reference.json`): exact moments for the banana, the funnel and the
+mixture (closed forms, checked in the tests against 10^6 exact draws) and for the two Gaussian
+posteriors (scaled-linear, gp-gaussian: linear algebra); otherwise one NumPyro NUTS run with a
+dense mass matrix and target_accept_prob 0.95, 4 chains x (2 000 warm-up + 20 000 draws), R-hat
+<= 1.01; the centred eight schools and hier-linear-8 take the references of their non-centred
+twins (the same posteriors).
+The reference's own MCSE enters every z-score; its smallest bulk ESS, R-hat and divergent
+transitions are listed below (where a reference run had divergent transitions, a small fraction
+of its 80 000 draws, it is less certain than its MCSE says).
+
+Regenerate (about {minutes} minutes on one core):
+
+```
+OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/reference.py   # once; resumable
+OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/run.py{quick}
+```
+"""
+
+
+def report(data, doc):
+    rows, meta = data["rows"], data["meta"]
+    cfg = SETTINGS["quick" if meta.get("quick") else "full"]
+    minutes = max(1, round(sum(r.get("wall_s") or 0 for r in rows) / 60))
+    lines = [INTRO.format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1], nuts_cap=cfg["nuts"][2],
+                          mclmc_n=cfg["mclmc"][0], mclmc_cap=cfg["mclmc"][1],
+                          peer_rule=PEER_RULE, minutes=minutes,
+                          quick=" --quick" if meta.get("quick") else "")]
+    lines.append(f"Measured on {meta.get('machine', '?')}, inertia {meta.get('git')} (default "
+                 f"sampler: {meta.get('inertia_default', '?')}), jax {meta.get('jax')}, "
+                 f"numpyro {meta.get('numpyro')}, blackjax {meta.get('blackjax')}, "
+                 f"{meta.get('date')}"
+                 + (", --quick settings" if meta.get("quick") else "")
+                 + (f", in {meta['sessions']} processes (--resume)" if meta.get("sessions", 1) > 1
+                    else ", in one process") + ".\n")
+    dense = {r["posterior"]: r for r in rows if r["method"] == "nuts-dense" and "error" not in r}
+    for group in (HARD, NEAR):
+        lines += [f"## {group}\n",
+                  "| posterior | sampler | verdict | max mean err (z) | max sd err (z) | min ESS "
+                  "| grads / ESS | vs NUTS dense | wall s | flag |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            if r.get("group") != group:
+                continue
+            if "error" in r:
+                lines.append(f"| {r['posterior']} | {r['method']} | failed: "
+                             f"{r['error'][:80]} | | | | | | | |")
+                continue
+            d = dense.get(r["posterior"])
+            ratio = (r["grads_per_ess"] / d["grads_per_ess"]
+                     if d and r["grads_per_ess"] and d["grads_per_ess"] else None)
+            flag = "**converged but biased**" if r["converged_but_biased"] else (
+                "error > 0.1, z <= 4" if not r["biased"] and max(r["max_mean_err"],
+                                                                  r["max_sd_err"]) > BIAS_SD
+                else ("biased, not converged" if r["biased"] else ""))
+            lines.append(
+                f"| {r['posterior']} | {r['method']} | "
+                f"{'converged' if r['converged'] else 'not converged'} | "
+                f"{r['max_mean_err']:.3f} ({r['max_mean_err_at']}, {_z(r['max_mean_err_z'])}) | "
+                f"{r['max_sd_err']:.3f} ({r['max_sd_err_at']}, {_z(r['max_sd_err_z'])}) | "
+                f"{r['min_ess_bulk']:.0f} | {_fmt(r['grads_per_ess'], '{:.0f}')} | "
+                f"{_fmt(ratio, '{:.2f}')} | {r['wall_s']:.1f} | {flag} |")
+        lines.append("")
+    lines += ["## Against the goals\n"]
+    lines += goals(rows)
+    lines += ["", "## References\n", "| posterior | d | description | reference | min ESS | "
+              "max R-hat | divergences |", "|---|---|---|---|---|---|---|"]
+    for name, r in data["references"].items():
+        lines.append(f"| {name} | {r['dim']} | {r['description']} | {r['how']} | "
+                     f"{_fmt(r.get('min_ess_bulk'), '{:.0f}')} | "
+                     f"{_fmt(r.get('max_rhat'), '{:.4f}')} | {_fmt(r.get('divergences'), '{}')} |")
+    Path(doc).write_text("\n".join(lines) + "\n")
+
+
+def goals(rows):
+    """Lines on the three goals: no converged-but-biased run; inertia's gradients per ESS at most
+    dense NUTS's where NUTS converges; at most 0.5 x on the near-Gaussian ones."""
+    ok = [r for r in rows if "error" not in r]
+    bad = [r for r in ok if r["converged_but_biased"]]
+    out = [f"- Runs flagged converged but biased: {len(bad)} of {len(ok)}"
+           + (" (" + ", ".join(f"{r['posterior']} / {r['method']}: {', '.join(r['biased'][:3])}"
+                               for r in bad) + ")" if bad else "") + "."]
+    dense = {r["posterior"]: r for r in ok if r["method"] == "nuts-dense"}
+    for group, limit in ((HARD, 1.0), (NEAR, 0.5)):
+        counted, other = [], []
+        for r in ok:
+            d = dense.get(r["posterior"])
+            if r["method"] != "inertia" or r.get("group") != group or not d:
+                continue
+            v = (r["grads_per_ess"] / d["grads_per_ess"]
+                 if r["grads_per_ess"] and d["grads_per_ess"] else float("inf"))
+            (counted if d["converged"] else other).append((r["posterior"], v))
+        met = [p for p, v in counted if v <= limit]
+        out.append(f"- {group}: inertia's gradients per ESS / dense NUTS's <= {limit:g} on "
+                   f"{len(met)} of the {len(counted)} posteriors where dense NUTS converges ("
+                   + ", ".join(f"{p} {v:.2f}" for p, v in counted) + ")"
+                   + ("; where it does not: " + ", ".join(f"{p} {v:.2f}" for p, v in other)
+                      if other else "") + ".")
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="*", default=list(NAMES))
+    ap.add_argument("--quick", action="store_true", help="shorter peer runs (same ESS goal)")
+    ap.add_argument("--methods", default=",".join(METHODS))
+    ap.add_argument("--json", default=str(OUT))
+    ap.add_argument("--doc", default=str(DOC))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--report", action="store_true", help="only rewrite the page from the JSON")
+    ap.add_argument("--resume", action="store_true", help="keep finished rows of the JSON")
+    a = ap.parse_args(argv)
+    out = Path(a.json)
+    if a.report:
+        report(json.loads(out.read_text()), a.doc)
+        return 0
+    refs = json.loads(REF.read_text())
+    cfg = SETTINGS["quick" if a.quick else "full"]
+    import blackjax
+    import numpyro
+    import platform
+
+    data = {"meta": {"quick": a.quick, "seed": a.seed, "git": _git(), "jax": jax.__version__,
+                     "numpyro": numpyro.__version__, "blackjax": blackjax.__version__,
+                     "machine": f"{platform.machine()} CPU ({jax.devices()[0].platform})",
+                     "date": time.strftime("%Y-%m-%d"), "target_ess": TARGET_ESS},
+            "rows": [], "references": {}}
+    if a.resume and out.exists():
+        old = json.loads(out.read_text())
+        data["rows"], data["references"] = old["rows"], old["references"]
+        data["meta"].update({k: v for k, v in old["meta"].items() if k == "inertia_default"})
+        data["meta"]["sessions"] = old["meta"].get("sessions", 1) + 1
+    done = {(r["posterior"], r["method"]) for r in data["rows"]}
+    for name in a.names:
+        post = load(name)
+        ref = refs.get(name)
+        if ref is None:
+            _log(f"{name}: no reference in {REF}; run reference.py first")
+            continue
+        data["references"][name] = {"dim": post.dim, "description": post.description,
+                                    "how": ref["how"], "min_ess_bulk": ref.get("min_ess_bulk"),
+                                    "max_rhat": ref.get("max_rhat"),
+                                    "divergences": ref.get("divergences")}
+        for method in a.methods.split(","):
+            if (name, method) in done:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    res = run_method(post, method, cfg, a.seed)
+                row = score(post, res, ref, method)
+                if method == "inertia":
+                    data["meta"]["inertia_default"] = res["detail"]["method"]
+            except Exception as err:  # a crash is a finding: record it and go on
+                traceback.print_exc(limit=3)
+                row = {"posterior": name, "method": method, "error": f"{type(err).__name__}: {err}"}
+            row["group"] = post.group
+            data["rows"].append(row)
+            if "error" in row:
+                _log(f"{name:26s} {method:10s} FAILED {row['error'][:150]}")
+            else:
+                _log(f"{name:26s} {method:10s} {'conv' if row['converged'] else 'NOT '} mean "
+                     f"{row['max_mean_err']:.3f} (z {row['max_mean_err_z']:.1f}) sd "
+                     f"{row['max_sd_err']:.3f} (z {row['max_sd_err_z']:.1f}) ESS "
+                     f"{row['min_ess_bulk']:.0f} grads/ESS {_fmt(row['grads_per_ess'], '{:.0f}')}"
+                     f" {row['wall_s']:.1f}s" + (" BIASED" if row["converged_but_biased"] else ""))
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(data, indent=1, default=float))
+        del post
+        jax.clear_caches()  # each posterior compiles its own functions: free the last one's
+        gc.collect()
+    report(data, a.doc)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,143 @@
+"""Progress of a run: one updating tqdm bar with phases, ETA and a live figure when stderr is a
+terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Callable, Optional
+
+LINE_EVERY = 5.0  # seconds between plain lines off a terminal
+
+
+class Progress:
+    """`phase(name, total)` starts a phase (compile, warm-up, sampling, fitting) with `total` units,
+    `update(n, **figures)` advances it with live figures (F_hat, R-hat, ...), `close()` ends it.
+    `enabled=False` makes every call a no-op; `tty=None` asks whether `file` is a terminal."""
+
+    def __init__(self, label: str, enabled: bool = True, file=None, tty: Optional[bool] = None,
+                 clock: Callable[[], float] = time.monotonic, every: float = LINE_EVERY):
+        self.label, self.enabled, self.clock, self.every = label, bool(enabled), clock, every
+        self.file = sys.stderr if file is None else file
+        if tty is None:
+            isatty = getattr(self.file, "isatty", None)
+            tty = bool(isatty and isatty())
+        self.tty = tty and self.enabled
+        self.bar, self.name, self.total, self.done = None, "", None, 0
+        self.figures: dict = {}
+        self.t_phase = self.last_line = None
+        self.lines = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def phase(self, name: str, total: Optional[int] = None):
+        """Start phase `name` of `total` units (None: no known length)."""
+        if not self.enabled:
+            return self
+        self.name, self.total, self.done, self.figures = name, total, 0, {}
+        self.t_phase = self.clock()
+        if self.tty:
+            from tqdm.auto import tqdm
+
+            if self.bar is not None:
+                self.bar.close()
+            sized = _has_width(self.file)  # a terminal of unknown width: a bar of 100 columns
+            self.bar = tqdm(total=total, desc=f"{self.label} {name}", file=self.file,
+                            leave=False, dynamic_ncols=sized, ncols=None if sized else 100,
+                            smoothing=0.1, bar_format=None if total else "{desc}: {elapsed}")
+            self._tick()
+        else:
+            self._line()
+        return self
+
+    def update(self, n: int = 0, **figures):
+        """Advance by n units; `figures` (name=value) are shown beside the bar."""
+        if not self.enabled:
+            return
+        self.done += n
+        self.figures.update({k: v for k, v in figures.items() if v is not None})
+        if self.bar is not None:
+            if self.figures:
+                self.bar.set_postfix({k: _fmt(v) for k, v in self.figures.items()}, refresh=False)
+            self.bar.update(n)
+        elif not self.tty:
+            self._line()
+
+    def extend(self, total: int):
+        """The phase now runs to `total` units (a run that decided to go on)."""
+        if not self.enabled:
+            return
+        self.total = total
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.refresh()
+
+    def _line(self):
+        now = self.clock()
+        if self.last_line is not None and now - self.last_line < self.every:
+            return
+        self.last_line = now
+        parts = [f"{self.label}: {self.name}"]
+        if self.total:
+            parts.append(f"{self.done}/{self.total} ({100 * self.done / self.total:.0f}%)")
+        elapsed = now - (self.t_phase if self.t_phase is not None else now)
+        parts.append(f"{elapsed:.0f}s")
+        if self.total and self.done:
+            parts.append(f"ETA {elapsed / self.done * max(self.total - self.done, 0):.0f}s")
+        parts += [f"{k} {_fmt(v)}" for k, v in self.figures.items()]
+        print("  ".join(parts), file=self.file, flush=True)
+        self.lines += 1
+
+    def _tick(self):
+        """Redraw the bar every second from a daemon thread: a phase without updates (compiling,
+        warm-up) still shows its elapsed time."""
+        if getattr(self, "_ticker", None) is not None:
+            return
+        import threading
+
+        self._stop = threading.Event()
+
+        def loop():
+            while not self._stop.wait(1.0):
+                bar = self.bar
+                if bar is not None:
+                    bar.refresh()
+
+        self._ticker = threading.Thread(target=loop, name="inertia-progress", daemon=True)
+        self._ticker.start()
+
+    def close(self):
+        if getattr(self, "_ticker", None) is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _has_width(file) -> bool:
+    try:
+        return os.get_terminal_size(file.fileno()).columns > 0
+    except (OSError, AttributeError, ValueError):
+        return False
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    return str(v)
+
+
+def progress(label: str, enabled) -> Progress:
+    """A `Progress`, or a disabled one for enabled False/None; an existing Progress passes through."""
+    if isinstance(enabled, Progress):
+        return enabled
+    return Progress(label, enabled=bool(enabled))
+
+
+__all__ = ["Progress", "progress", "LINE_EVERY"]

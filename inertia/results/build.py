@@ -1,0 +1,219 @@
+"""One output convention for `vi.fit`, `mcmc.sample` and `sgmcmc.calibrate`: ArviZ InferenceData
+(posterior by site, constrained), the summary rows the tables and JSON print, and the attributes
+`save` writes (settings, verdict, summary, the unconstrained moments)."""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import numpy as np
+
+from . import idata as _id
+
+FIT_DRAWS = 4000  # draws of q per seed behind a fit's summary, table and InferenceData
+
+
+def model_info(target) -> dict:
+    """What a result keeps of its target: NumPyro's constrain map, sites and model (when any)."""
+    info = getattr(target, "info", None) or {}
+    return {k: info[k] for k in ("constrain", "sites", "numpyro") if k in info}
+
+
+def _info(res) -> dict:
+    info = dict(getattr(res, "model_info", None) or {})
+    if getattr(res, "constrain", None) is not None:
+        info.setdefault("constrain", res.constrain)
+    return info
+
+
+def _flat(res) -> dict:
+    """The unconstrained moments, labelled as unconstrained coordinates."""
+    return {"names": list(coordinate_names(res)), "mean": np.asarray(res.mean).tolist(),
+            "cov": np.asarray(res.cov).tolist()}
+
+
+def coordinate_names(res) -> list:
+    """Names of the flat (unconstrained) coordinates the result's mean and cov are in."""
+    from ..posterior import flat_names
+
+    dim = np.shape(res.mean)[-1]
+    return flat_names(dim, getattr(res, "names", None))
+
+
+# ------------------------------------------------------------------ VI
+def fit_draws(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> np.ndarray:
+    """(seed, draw, d) draws of the fitted Gaussian(s), the same for every caller with the same
+    num_draws and seed."""
+    import jax
+
+    d = res.sample(jax.random.PRNGKey(seed), num_draws)
+    return d[None] if d.ndim == 2 else d
+
+
+def fit_sites(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> dict:
+    return _id.sites_of(fit_draws(res, num_draws, seed), _info(res), res.names)
+
+
+def fit_summary(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> list:
+    """Rows (name, mean, sd, q5, q95) of q's draws pushed through the constraints (seeds pooled)."""
+    return rows_of(fit_sites(res, num_draws, seed))
+
+
+def rows_of(sites: Mapping) -> list:
+    """Rows {name, mean, sd, q5, q95} of every scalar entry of the sites (chain and draw pooled)."""
+    from ..posterior import summarize
+
+    labels, x = _id.flat_rows(sites)
+    flat = x.reshape(-1, x.shape[2])
+    return summarize({lab: flat[:, i] for i, lab in enumerate(labels)})
+
+
+def fit_verdict(res) -> dict:
+    stopped = res.stopped or None
+    conv = stopped.get("converged") if stopped is not None else None
+    if res.diverged:
+        conv = False
+    return {"converged": None if conv is None else bool(conv), "stopped": stopped,
+            "diverged": res.diverged}
+
+
+def fit_settings(res) -> dict:
+    d = res.to_dict()
+    for k in ("mean", "cov", "checkpoints", "names", "summary"):
+        d.pop(k, None)
+    return d
+
+
+def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood: bool = True):
+    """q's draws (chain = seed) pushed through the constraints; log_likelihood and observed_data
+    for NumPyro models; the Gaussian's mean, cov and coordinates, the run's settings, verdict and
+    summary in the posterior's attributes."""
+    info = _info(res)
+    sites = fit_sites(res, num_draws, seed)
+    rows = rows_of(sites)
+    from ..posterior import format_table
+
+    attrs = {"kind": "fit", "settings": fit_settings(res), "verdict": fit_verdict(res),
+             "summary": rows, "table": format_table(rows, ["mean", "sd", "q5", "q95"]),
+             "gaussian": _flat(res), "history": res.to_dict()["checkpoints"],
+             "draws": {"num_draws": int(num_draws), "seed": int(seed)}}
+    groups = {"posterior": sites,
+              "log_likelihood": _id.log_likelihood(sites, info) if log_likelihood else None,
+              "observed_data": _id.observed_data(sites, info)}
+    return _id.from_groups(groups, attrs)
+
+
+# ------------------------------------------------------------------ MCMC
+def _split(res):
+    n = res.draws.shape[1]
+    b = res.burn_in_default
+    return int(round(b * n)) if isinstance(b, float) else int(b)
+
+
+def sample_summary(res) -> list:
+    """Rows of the printed table: mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail (constrained
+    sites of NumPyro models; the kept draws after burn-in)."""
+    dg = res.diagnostics
+    if dg is None:
+        from ..diagnostics import diagnose
+
+        kept = sample_sites(res)[0]
+        labels, x = _id.flat_rows(kept)
+        if x.shape[1] < 4:  # too few draws for R-hat and ESS
+            return rows_of(kept)
+        dg = diagnose(x, labels)
+    return [{"name": str(n), "mean": float(dg.mean[i]), "sd": float(dg.sd[i]),
+             "q5": float(dg.q05[i]), "q95": float(dg.q95[i]), "mcse": float(dg.mcse_mean[i]),
+             "r_hat": float(dg.rhat[i]), "ess_bulk": float(dg.ess_bulk[i]),
+             "ess_tail": float(dg.ess_tail[i])} for i, n in enumerate(dg.names)]
+
+
+def sample_sites(res):
+    """(kept sites, burned sites or None): the draws after / before the burn-in, constrained."""
+    info, start = _info(res), _split(res)
+    kept = _id.sites_of(res.draws[:, start:], info, res.names)
+    warm = _id.sites_of(res.draws[:, :start], info, res.names) if start > 0 else None
+    return kept, warm
+
+
+def sample_verdict(res) -> dict:
+    dg = res.diagnostics
+    return {"converged": bool(res.converged) if dg is not None else None,
+            "problems": list(dg.problems) if dg is not None else None,
+            "verdict": dg.verdict() if dg is not None else None,
+            "diverged_at": np.asarray(res.diverged_at).tolist()}
+
+
+def sample_settings(res) -> dict:
+    return {"method": res.method, "params": dict(res.params), "num_chains": res.num_chains,
+            "num_steps": res.num_steps, "thinning": res.thinning, "seed": res.seed,
+            "grad_evals": res.grad_evals, "warmup_grad_evals": res.warmup_grad_evals,
+            "burn_in": res.burn_in_default, "tuning": res.tuning, "bias": res.bias}
+
+
+def sample_to_arviz(res, log_likelihood: bool = True):
+    """Kept draws as the posterior (burned ones as warmup_posterior), per-draw sample_stats,
+    log_likelihood and observed_data for NumPyro models, the run in the attributes."""
+    info = _info(res)
+    kept, warm = sample_sites(res)
+    c, n = res.draws.shape[:2]
+    stats = _id.per_draw_stats(res.info, c, n, res.thinning, res.params)
+    start = _split(res)
+    rows = sample_summary(res)
+    attrs = {"kind": "sample", "settings": sample_settings(res), "verdict": sample_verdict(res),
+             "summary": rows, "table": res.diagnostics.table() if res.diagnostics else "",
+             "unconstrained": {**_flat(res), "burn_in": start}}
+    groups = {"posterior": kept,
+              "sample_stats": {k: v[:, start:] for k, v in stats.items()},
+              "log_likelihood": _id.log_likelihood(kept, info) if log_likelihood else None,
+              "observed_data": _id.observed_data(kept, info),
+              "warmup_posterior": warm,
+              "warmup_sample_stats": ({k: v[:, :start] for k, v in stats.items()}
+                                      if warm is not None else None)}
+    return _id.from_groups(groups, attrs)
+
+
+# ------------------------------------------------------------------ SG-MCMC
+def calibration_to_arviz(res):
+    """SG(L)D draws by parameter name, with the calibration's checks in the attributes."""
+    dg = res.diagnostics
+    names = list(dg.names) if dg is not None else None
+    sites = _id.sites_of(res.draws, None, names)
+    rows = rows_of(sites) if dg is None else calibration_summary(res)
+    js = res.to_json()
+    attrs = {"kind": "calibration", "settings": js.get("settings"),
+             "verdict": {"converged": bool(dg.converged) if dg is not None else None,
+                         "warning": res.warning, "max_z": res.max_z,
+                         "z_threshold": res.z_threshold},
+             "summary": rows, "table": res.table() if dg is not None else "",
+             "unconstrained": {"names": names or coordinate_names(res),
+                               "mean": np.asarray(res.mean).tolist(),
+                               "cov": np.asarray(res.cov).tolist()}}
+    return _id.from_groups({"posterior": sites}, attrs)
+
+
+def calibration_summary(res) -> list:
+    dg = res.diagnostics
+    if dg is None:
+        return rows_of(_id.sites_of(res.draws))
+    return [{"name": str(n), "mean": float(dg.mean[i]), "sd": float(dg.sd[i]),
+             "q5": float(dg.q05[i]), "q95": float(dg.q95[i]), "mcse": float(dg.mcse_mean[i]),
+             "r_hat": float(dg.rhat[i]), "ess_bulk": float(dg.ess_bulk[i]),
+             "ess_tail": float(dg.ess_tail[i])} for i, n in enumerate(dg.names)]
+
+
+def to_arviz(res, **kw):
+    """The InferenceData of any inertia result."""
+    kind = type(res).__name__
+    if kind == "FitResult":
+        return fit_to_arviz(res, **kw)
+    if kind == "SampleResult":
+        return sample_to_arviz(res, **kw)
+    if kind == "CalibrationResult":
+        return calibration_to_arviz(res, **kw)
+    if hasattr(res, "to_arviz"):
+        return res.to_arviz(**kw)
+    raise TypeError(f"not an inertia result: {type(res).__name__}")
+
+
+__all__ = ["model_info", "fit_to_arviz", "fit_summary", "sample_to_arviz", "sample_summary",
+           "calibration_to_arviz", "calibration_summary", "to_arviz", "rows_of", "FIT_DRAWS"]
