@@ -584,7 +584,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         kept = x[:, int(round(burn * x.shape[1])):]
         from ..diagnostics import arviz_stats
 
-        st = arviz_stats(kept)
+        st = arviz_stats(summary_draws(target, kept, names)[0])  # as diagnose_result
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
         if m.adjusted:  # tail ESS too (Vehtari et al. 2021), and the sds to half the relative
             # MCSE of the means: MCSE(sd) <= sd / (2 sqrt(N)), 0.025 sd at N = 400

@@ -69,11 +69,14 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     laplace_ok = est.map_converged and est.lambda_min[0] > 0
     budget = {}
     if precondition == "auto" and laplace_ok:
-        kappa, hvps = _whitened_kappa(target, est.mode, est.factor, seed)
+        kappa, hvps, indefinite = _whitened_kappa(target, est.mode, est.factor, seed)
         grads += 2 * hvps
         info["whitened_kappa"] = kappa
         if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI (issue 14 note)
             laplace_ok, budget = False, VI_WARMUP
+        elif indefinite:  # not log-concave where the Laplace fit puts mass: q by a full VI fit
+            laplace_ok = False
+            info["indefinite_at_laplace_draws"] = True
     if precondition == "vi" or (precondition == "auto" and not laplace_ok):
         vi = _vi_fit(target, seed, **budget)
         if vi is not None:
@@ -85,16 +88,19 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
 
 
 def _whitened_kappa(target, mode, factor, seed):
-    """(beta_hat / alpha_hat, HVPs) of V(mode + factor z) at draws of N(0, I): the condition number
-    the chains would see in the Laplace frame (the automatic VI switches method at the same value)."""
-    from ..targets.curvature import bounds_under
+    """(beta_hat / alpha_hat, HVPs, indefinite) of V(mode + factor z) at draws of N(0, I): the
+    condition number the chains would see in the Laplace frame (the automatic VI switches method at
+    the same value), and whether hess V was indefinite at any draw."""
+    from ..targets.curvature import _bounds_from, spectrum_under
 
     d = target.dim
-    new = bounds_under(whiten(target, mode, factor), np.zeros(d), np.eye(d), seed=seed)
-    if new is None:
-        return math.inf, 0
-    a, b, hvps = new
-    return float(b / a) if a > 0 else math.inf, int(hvps)
+    sp = spectrum_under(whiten(target, mode, factor), np.zeros(d), np.eye(d), 4, seed=seed)
+    if not sp["lambda_max"]:
+        return math.inf, int(sp["hvp_evals"]), False
+    a, b = _bounds_from(sp["lambda_min"], sp["lambda_max"], sp["mean_lambda_min"])
+    a, b = a / 2.0, b * 2.0  # the margin of curvature.bounds_under
+    return (float(b / a) if a > 0 else math.inf, int(sp["hvp_evals"]),
+            bool(min(sp["lambda_min"]) <= 0))
 
 
 def _vi_fit(target, seed, **budget):

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .base import Target, TargetError, jitted
+from .mode import find_mode as mode_search, inverse_factor
 
 DEGENERATE_RATIO = 1e2  # lambda_max(MAP) / lambda_max(start) above this: a spike, not a mode
 DENSE_MAX_DIM = 1024  # up to this d the Hessian is formed densely (d HVPs, one batched call)
@@ -47,6 +48,7 @@ class CurvatureEstimate:
     potential_evals: int
     map_converged: bool
     method: str
+    map_reason: str = ""  # the mode finder's verdict (targets.mode)
 
     def describe(self) -> str:
         """One line for the output."""
@@ -64,31 +66,10 @@ class CurvatureEstimate:
 
 
 def find_mode(target: Target, init=None, *, max_iter: int = 2000, gtol: float = 1e-8):
-    """MAP argmin V by scipy's L-BFGS-B on the jitted value and gradient: (x, converged, evals)."""
-    from scipy.optimize import minimize
-
-    vg = jitted(target, "value_and_grad")
-    x0 = np.zeros(target.dim) if init is None else np.asarray(init, dtype=np.float64)
-    count = [0]
-
-    def fun(x):
-        count[0] += 1
-        v, g = vg(jnp.asarray(x))
-        v = float(v)
-        if not math.isfinite(v):
-            return 1e300, np.zeros_like(x)  # makes the line search back off
-        return v, np.asarray(g, dtype=np.float64)
-
-    v0, g0 = vg(jnp.asarray(x0))
-    if not (np.isfinite(float(v0)) and np.all(np.isfinite(np.asarray(g0)))):
-        raise TargetError("the potential or its gradient is not finite at the starting point; "
-                          "pass init= a point where the log density is finite")
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter, "gtol": gtol, "ftol": 1e-15, "maxcor": 20})
-    x = np.asarray(res.x)
-    gnorm = float(np.max(np.abs(np.asarray(vg(jnp.asarray(x))[1]))))
-    converged = bool(res.success) or gnorm <= 1e-5 * max(1.0, float(np.max(np.abs(x))))
-    return x, converged, count[0] + 2
+    """MAP argmin V by L-BFGS then trust-region Newton (`targets.mode.find_mode`):
+    (x, converged, gradient evaluations)."""
+    m = mode_search(target, init, max_iter=max_iter)
+    return m.x, m.converged, m.grad_evals
 
 
 def _jitted_hessian(target):
@@ -125,13 +106,17 @@ def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
 
 
 def _laplace_factor(H, lmin, lmax, d):
-    """Cholesky factor of (H + shift I)^-1, shifted so that the matrix is safely positive."""
+    """Cholesky factor of H^-1 when H is positive definite (`targets.mode.inverse_factor`: accurate
+    to the condition number of H, not its square), else of (H + shift I)^-1 shifted so that the
+    matrix is safely positive."""
+    if lmin > 0:
+        try:
+            return inverse_factor(H)
+        except np.linalg.LinAlgError:
+            pass
     floor = max(1e-8 * abs(lmax), 1e-12)
-    shift = 0.0 if lmin > floor else floor - lmin + 1e-3 * max(abs(lmax), 1.0)
-    P = H + shift * np.eye(d)
-    Lp = np.linalg.cholesky(P)
-    Linv = np.linalg.inv(Lp)  # P^-1 = Lp^-T Lp^-1
-    return np.linalg.cholesky(Linv.T @ Linv)
+    shift = floor - min(lmin, 0.0) + 1e-3 * max(abs(lmax), 1.0)
+    return inverse_factor(H + shift * np.eye(d))
 
 
 def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin: float = 2.0,
@@ -146,9 +131,17 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         raise ValueError(f"margin must be >= 1, got {margin}")
     if init is None and "init" in target.info:
         init = np.asarray(target.info["init"])
-    mode, converged, grad_evals = find_mode(target, init)
+    found = mode_search(target, init)
+    mode, converged, grad_evals = found.x, found.converged, found.grad_evals
     d = target.dim
-    lmin0, lmax0, H0, hvps = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+    hvps = found.hvp_evals
+    if found.hessian is not None and d <= dense_max_dim and np.all(np.isfinite(found.hessian)):
+        H0 = found.hessian
+        w = np.linalg.eigvalsh(H0)
+        lmin0, lmax0 = float(w[0]), float(w[-1])
+    else:
+        lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+        hvps += n
     x_start = np.zeros(d) if init is None else np.asarray(init, dtype=float)
     degenerate = not (converged and math.isfinite(lmax0) and math.isfinite(lmin0))
     if not degenerate:  # a MAP at a spike (funnels: scale -> 0) says nothing about the posterior
@@ -164,14 +157,6 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         H0 = np.asarray(_jitted_hessian(target)(jnp.asarray(mode)))
         H0 = 0.5 * (H0 + H0.T)
         hvps += d
-    if H0 is not None and lmin0 > 0 and not degenerate:  # one Newton step polishes the mode
-        value_and_grad = jitted(target, "value_and_grad")
-        g = np.asarray(value_and_grad(jnp.asarray(mode))[1])
-        cand = mode - np.linalg.solve(H0, g)
-        gc = np.asarray(value_and_grad(jnp.asarray(cand))[1])
-        grad_evals += 2
-        if np.all(np.isfinite(gc)) and np.linalg.norm(gc) < np.linalg.norm(g):
-            mode = cand
     if H0 is not None:
         factor = _laplace_factor(H0, lmin0, lmax0, d)
     else:
@@ -188,7 +173,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         lambda_min=lmins, lambda_max=lmaxs, mean_lambda_min=mean_lmin,
         log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
-        map_converged=converged and not degenerate,
+        map_converged=converged and not degenerate, map_reason=found.reason,
         method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
 
 

@@ -23,17 +23,23 @@ SWITCH_KAPPA = 1e4
 FALLBACK_METHOD = "ngvi-reparam"
 
 
-def choose_method(target: Target) -> Optional[dict]:
+def choose_method(target: Target, curvature=None) -> Optional[dict]:
     """The automatic mode's choice for a whitened target, as an event: FALLBACK_METHOD when its
-    estimated condition number is at least SWITCH_KAPPA, else None (keep DEFAULT_METHOD)."""
+    estimated condition number is at least SWITCH_KAPPA, or when hess V was indefinite at the
+    Laplace draws of `curvature` (a CurvatureEstimate: the target is not log-concave, where
+    stl-proj stalls and the natural-gradient step does not; docs/conditioning.md); else None."""
     if target.alpha is None or target.beta is None:
         return None
     kappa = target.beta / target.alpha
-    if kappa < SWITCH_KAPPA:
+    if kappa >= SWITCH_KAPPA:
+        why = f"estimated kappa {kappa:.3g} >= {SWITCH_KAPPA:g} in whitened coordinates"
+    elif curvature is not None and not curvature.log_concave_at_points:
+        why = (f"hess V indefinite at the Laplace draws (smallest eigenvalue "
+               f"{min(curvature.lambda_min):.3g}): not log-concave")
+    else:
         return None
     return {"event": "method chosen", "step": 0, "method": FALLBACK_METHOD,
-            "reason": f"{FALLBACK_METHOD}: estimated kappa {kappa:.3g} >= {SWITCH_KAPPA:g} in "
-                      "whitened coordinates"}
+            "reason": f"{FALLBACK_METHOD}: {why}"}
 
 
 def default_batch(method: str, dim: int) -> int:
@@ -56,11 +62,13 @@ class Prepared:
     target: Target
     curvature: Optional[object]  # CurvatureEstimate when the bounds were estimated
     init: Optional[tuple]
+    improper: Optional[dict] = None  # a ray along which V falls without bound (targets.mode)
 
 
 def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
             verbose: bool = False) -> Prepared:
-    """Estimate missing curvature bounds (user bounds win) and start at the Laplace fit."""
+    """Estimate missing curvature bounds (user bounds win), start at the Laplace fit, and probe for
+    a direction along which V falls without bound (an improper target)."""
     if target.alpha is not None and target.beta is not None:
         return Prepared(target, None, init)
     from ..targets.curvature import with_estimated_bounds
@@ -71,9 +79,12 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
         import sys
 
         print(f"inertia: {est.describe()}", file=sys.stderr, flush=True)
+    from ..targets.mode import probe_unbounded
+
+    improper = probe_unbounded(target, est.mode, est.factor, seed=seed)
     if init is None:
         init = (np.asarray(est.mode), best_scale(tgt, est.mode, est.factor, seed))
-    return Prepared(tgt, est, init)
+    return Prepared(tgt, est, init, improper)
 
 
 def best_scale(target, mode, factor, seed=0, scales=tuple(2.0 ** -k for k in range(7))):
@@ -129,7 +140,8 @@ def whiten_start(target: Target, init, *, seed: int = 0):
 
     m0 = np.asarray(init[0], dtype=float)
     A0 = np.asarray(init[1], dtype=float)
-    W = np.linalg.cholesky(A0 @ A0.T)
+    lower = np.array_equal(A0, np.tril(A0)) and np.all(np.diag(A0) > 0)
+    W = A0 if lower else np.linalg.cholesky(A0 @ A0.T)  # A0 itself: no squared condition number
     zt = whiten(target, m0, W)
     zt = dataclasses.replace(zt, info={k: v for k, v in target.info.items() if k != "init"})
     d = target.dim

@@ -1,10 +1,15 @@
-"""`inertia fit`: fit a full-covariance Gaussian with any registered VI method."""
+"""`inertia fit`: fit a full-covariance Gaussian with any registered VI method.
+
+Exit status: 0 when the fit converged; 3 when it ends NOT CONVERGED (unless --allow-unconverged);
+2 on errors.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 
@@ -73,6 +78,8 @@ def add_parser(sub):
                         "and verdict; inertia.load reads it back; default: none)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
+    p.add_argument("--allow-unconverged", action="store_true",
+                   help="exit 0 even when the fit ends NOT CONVERGED (default: exit status 3)")
     p.set_defaults(func=run)
     return p
 
@@ -105,7 +112,9 @@ def run(args) -> int:
     total = time.perf_counter() - t0
     out = res.to_dict()
     out["wall_seconds"] = total
-    out["summary"] = res.summary()
+    with warnings.catch_warnings():  # the printout says NOT CONVERGED itself
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out["summary"] = res.summary()
     print(report(res, out, total))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -119,7 +128,19 @@ def run(args) -> int:
 
         plot_fit(res, args.plot)
         print(f"wrote {args.plot}")
-    return 0 if not res.diverged else 1
+    if not res.converged:
+        if getattr(args, "allow_unconverged", False):
+            print("warning: the fit has not converged (see above); exit status 0 because of "
+                  "--allow-unconverged", file=sys.stderr)
+            return 0
+        print("error: the fit has not converged (see above): the numbers are not to be trusted. "
+              "Raise --steps, check the model, or pass --allow-unconverged to exit with status 0",
+              file=sys.stderr)
+        return EXIT_UNCONVERGED
+    return 0
+
+
+EXIT_UNCONVERGED = 3  # as `inertia sample`
 
 
 def report(res, out, total) -> str:
@@ -154,6 +175,9 @@ def report(res, out, total) -> str:
     if res.diverged:
         lines.append(f"warning: diverged at step {res.diverged['step']} "
                      f"({res.diverged['reason']}); result is the last finite state")
-    lines.append("posterior (Gaussian approximation; constrained marginals):")
+    if not res.converged:
+        lines.append(out.get("verdict") or "NOT CONVERGED")
+    lines.append("posterior (Gaussian approximation; constrained marginals)"
+                 + ("; NOT CONVERGED, not to be trusted:" if not res.converged else ":"))
     lines.append(format_table(out["summary"], ["mean", "sd", "q5", "q95"]))
     return "\n".join(lines)

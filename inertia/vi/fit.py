@@ -16,6 +16,8 @@ from .._random import check_seed, host_normal
 from .._threads import blas_limited
 from ..targets.base import Target, TargetError, check_point
 from . import objective as obj
+from . import verdict as verdicts
+from .verdict import headline
 from .auto import DEFAULT_METHOD, boundary, choose_method, default_batch, prepare, warn_small_batch
 from .monitor import ObjectiveMonitor, StoppingRule
 from .recorder import _Recorder
@@ -80,7 +82,7 @@ class FitResult:
 
     @property
     def converged(self) -> Optional[bool]:
-        """The stopping rule's verdict (False after a divergence; None when no rule ran)."""
+        """The verdict of `stopped` (always set by `fit`; False after a divergence)."""
         from ..results.build import fit_verdict
 
         return fit_verdict(self)["converged"]
@@ -133,6 +135,7 @@ class FitResult:
             "final_objective": self.final_objective, "bounds": self.bounds,
             "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
+            "converged": self.converged, "verdict": headline(self.stopped) or "converged",
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -140,13 +143,22 @@ class FitResult:
         models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`)."""
         from ..results.build import fit_summary
 
+        line = headline(self.stopped)
+        if line is not None:
+            warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
+                          RuntimeWarning, stacklevel=2)
         return fit_summary(self, num_draws, seed)
 
     def table(self, **kw) -> str:
-        """The summary as an aligned text table."""
+        """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
+        run did not converge."""
         from ..posterior import format_table
 
-        return format_table(self.summary(**kw))
+        line = headline(self.stopped)
+        with warnings.catch_warnings():  # said in the table itself
+            warnings.simplefilter("ignore", RuntimeWarning)
+            text = format_table(self.summary(**kw))
+        return text if line is None else f"{line}\n{text}"
 
     def to_arviz(self, num_draws: int = 4000, seed: int = 0, log_likelihood: bool = True):
         """InferenceData of `num_draws` draws of q per seed (chain = seed) pushed through the
@@ -382,7 +394,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
         out = whiten_start(target, init, seed=seeds[0])
         if out is not None:
             target, init, wh = out
-    chosen = choose_method(target) if auto_method and wh is not None else None
+    chosen = choose_method(target, prep.curvature) if auto_method and wh is not None else None
     if chosen is not None:
         method, m_spec = chosen["method"], get_method(chosen["method"])
         opts = opts._replace(restart=opts.restart and m_spec.accelerable)  # the batch is kept
@@ -406,6 +418,10 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
                          monitor_draws, max_recoveries, prep.curvature, keep_iterates)
     finally:
         bar.close()
+    if prep.improper is not None:
+        res.stopped = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
+        res.events.append({"event": "improper target", "step": 0, "reason": res.stopped["reason"]})
+        warnings.warn(f"{res.method}: {res.stopped['reason']}", RuntimeWarning, stacklevel=2)
     if wh is not None:
         from .auto import unwhiten
 
@@ -708,6 +724,17 @@ class _Runner:
             kept = rec.keep_best()
             if kept:
                 self.events.append(kept)
+        if diverged is not None:
+            stopped = verdicts.diverged_verdict(diverged, rec.steps[-1])
+        elif stopped is None and rule is None:  # no stopping rule: judged from the trace
+            stopped = verdicts.trace_verdict(rec, opts.window)
+        if diverged is None and not opts.widen:  # given bounds: is the projection still binding?
+            wrong = verdicts.boundary_verdict(self.m_spec.feasible, rec.last_A, self.set_bounds,
+                                             rec.steps[-1], self.m_spec.name)
+            if wrong is not None:
+                self.events.append({"event": "bounds look wrong", "step": rec.steps[-1],
+                                    "reason": wrong["reason"]})
+                stopped = wrong
         if stopped is None and diverged is None and rule is not None:
             stopped = _budget_verdict(rec, rule, num_steps)
             if not stopped["converged"]:

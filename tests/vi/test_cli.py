@@ -30,7 +30,7 @@ def test_fit_cli_no_accel_and_errors(tmp_path, capsys):
     out = tmp_path / "fit.json"
     assert main(["fit", "--model", "gaussian-kappa", "--dim", "3", "--kappa", "5", "--method",
                  "fd-prox", "--no-accel", "--batch-size", "2", "--steps", "10", "--seed", "0",
-                 "--json", str(out), "--quiet"]) == 0
+                 "--json", str(out), "--quiet", "--allow-unconverged"]) == 0
     assert json.loads(out.read_text())["accelerated"] is False
     with pytest.raises(SystemExit):
         main(["fit", "--model", "gaussian-kappa", "--method", "bogus", "--batch-size", "1",

@@ -1,0 +1,106 @@
+"""The verdict every `fit` ends with: `stopped = {"converged": bool, "reason": str, ...}`.
+
+Runs that the stopping rule did not end (paper mode, a divergence) get one here without any change
+to the updates: the objective trace over the last `window` checkpoints (exact F where the target
+has it, else the common-random-number F_hat) still falling by more than max(tol, 2 s.e.) means not
+converged; so does a divergence, an improper target (`targets.mode.probe_unbounded`) and, in paper
+mode, an iterate left on the boundary of the feasible set the given bounds imply.
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import numpy as np
+
+from .auto import boundary
+
+PLATEAU_TOL = 1e-4  # nats over the last window: the automatic stopping rule's default
+
+
+def not_converged(reason: str, step: int, **extra) -> dict:
+    """A verdict with converged False; `reason` starts with NOT CONVERGED."""
+    text = reason if reason.startswith("NOT CONVERGED") else f"NOT CONVERGED: {reason}"
+    return {"reason": text, "converged": False, "step": int(step), **extra}
+
+
+def diverged_verdict(diverged: dict, step: int) -> dict:
+    """The verdict of a run that diverged (the result is its last finite state)."""
+    return not_converged(f"diverged at update {diverged['step']} ({diverged['reason']}); the "
+                         "result is the last finite state", step)
+
+
+def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> dict:
+    """Whether the objective plateaued over the last `window` checkpoints (at most the second half
+    of the checkpoints) of a run without a stopping rule: paired F_hat differences (monitor) or the
+    exact objective's trace."""
+    step = rec.steps[-1]
+    n = len(rec.steps)
+    if n < 3:
+        return not_converged(f"{n - 1} checkpoint(s) after the start are too few to see the "
+                             "objective plateau", step)
+    window = min(window, (n - 1) // 2)  # at most the second half of a short run
+    if rec.est_draws:
+        from .monitor import paired_difference
+
+        old, new = rec.seed_mean_draws(-1 - window), rec.seed_mean_draws(-1)
+        if not (np.all(np.isfinite(old)) and np.all(np.isfinite(new))):
+            return not_converged("the objective estimate is not finite at the end", step)
+        dec, se = paired_difference(old, new)
+    elif rec.obj_rows:
+        f = np.mean(np.asarray(rec.obj_rows, dtype=float), axis=1)
+        if not np.all(np.isfinite(f[-1 - window:])):
+            return not_converged("the objective is not finite at the end", step)
+        dec = float(f[-1 - window] - f[-1])
+        se = float(np.std(np.diff(f[-1 - window:]), ddof=1)) if window > 1 else 0.0
+        se = se if np.isfinite(se) else 0.0
+    else:
+        return not_converged("no objective to judge convergence by (evaluate=False and no "
+                             "monitor)", step)
+    out = {"decrease": dec, "stderr": se, "window_checkpoints": window}
+    if dec > max(tol, 2.0 * se):
+        return not_converged(f"the objective still fell by {dec:.3g} nats over the last "
+                             f"{window} checkpoints (num_steps too small)", step, **out)
+    return {"step": int(step), **out, "reason": "objective plateaued by the end of num_steps",
+            "converged": True}
+
+
+def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
+                     method: str) -> Optional[dict]:
+    """Paper mode: the last iterate on the boundary of the feasible set built from the given bounds
+    (the projection or prox still binds): the bounds look wrong. A warning and a verdict, or None."""
+    if feasible is None or last_A is None:
+        return None
+    sides = [boundary(feasible, np.asarray(A), *set_bounds) for A in last_A]
+    low, high = any(s[0] for s in sides), any(s[1] for s in sides)
+    if not (low or high):
+        return None
+    which = ("alpha too large (the upper side, a radius ~ 1/sqrt(alpha), binds)" if high else
+             "beta too small (the lower side, ~ 1/sqrt(beta), binds)")
+    reason = (f"the iterate ends on the boundary of the feasible set the given bounds imply: the "
+              f"bounds look wrong ({which}); the result is that boundary's best point, not the "
+              "optimum")
+    warnings.warn(f"{method}: {reason}", RuntimeWarning, stacklevel=4)
+    return not_converged(reason, step, bounds_look_wrong="upper" if high else "lower")
+
+
+def improper_verdict(probe: dict, step: int) -> dict:
+    """A target whose potential falls without bound along a ray (an improper density)."""
+    return not_converged(f"the log density grows without bound along a direction from the mode "
+                         f"(log p rises by {probe['potential_at_mode'] - probe['potential_far']:.3g}"
+                         f" nats at {probe['distance']:g} sds): an improper target has no "
+                         "Gaussian optimum", step, improper=probe)
+
+
+def headline(stopped: Optional[dict]) -> Optional[str]:
+    """The NOT CONVERGED line of the printed results, or None when the run converged."""
+    if stopped is None:
+        return "NOT CONVERGED: no verdict"
+    if stopped.get("converged"):
+        return None
+    reason = str(stopped.get("reason", ""))
+    return reason if reason.startswith("NOT CONVERGED") else f"NOT CONVERGED: {reason}"
+
+
+__all__ = ["not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
+           "improper_verdict", "headline", "PLATEAU_TOL"]
