@@ -584,13 +584,14 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         kept = x[:, int(round(burn * x.shape[1])):]
         from ..diagnostics import arviz_stats
 
-        st = arviz_stats(summary_draws(target, kept, names)[0])  # as diagnose_result
+        judged = summary_draws(target, kept, names)[0]  # as diagnose_result
+        st = arviz_stats(judged)
         ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
         if m.adjusted:  # tail ESS too (Vehtari et al. 2021), and the sds to half the relative
             # MCSE of the means: MCSE(sd) <= sd / (2 sqrt(N)), 0.025 sd at N = 400
             tail = st["ess_tail"]
             ess = min(ess, float(np.nanmin(tail)) if np.isfinite(tail).any() else 0.0)
-            sd = kept.reshape(-1, kept.shape[-1]).std(axis=0)
+            sd = judged.reshape(-1, judged.shape[-1]).std(axis=0)
             rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
             ess = ess / max(rel, 1.0) ** 2
         one_chain = kept.shape[0] < 2  # R-hat needs two or more chains: the ESS rule alone
