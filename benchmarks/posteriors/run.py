@@ -153,6 +153,8 @@ command says otherwise):
 - **mclmc**: BlackJAX `mclmc_find_L_and_step_size` (its defaults: diagonal preconditioning,
   num_steps = {mclmc_n}) per chain, then MCLMC, extended while the bulk ESS is below 400 or an
   R-hat above 1.01 (at most {mclmc_cap} steps a chain). Gradients: 2 a step, tuning included.
+- **inertia-unadjusted-hfhr** (where present): the same call with `method="hfhr"`'s automatic
+  warm-up, the unadjusted HFHR scheme (fast, biased by its step size), kept for comparison.
 
 Columns: the sampler's verdict (inertia: `res.converged`; the peers: {peer_rule}); the
 largest standardised error of a mean, |mean - ref| / ref sd, and of an sd, |sd - ref sd| / ref
