@@ -8,7 +8,9 @@ sys.path.insert(0, str(ROOT))
 # Executed pages run in their own kernels: they import this checkout and draw no windows.
 os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-os.environ.setdefault("MPLBACKEND", "Agg")
+# matplotlib's inline backend (Agg underneath) so that figures appear on the pages, even where
+# the environment says MPLBACKEND=Agg (.ci/run does).
+os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import inertia  # noqa: E402
@@ -54,7 +56,8 @@ nb_execution_cache_path = str(ROOT / "docs" / "_build" / ".jupyter_cache")
 nb_execution_timeout = 240
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
-nb_merge_streams = True
+nb_merge_streams = False
+nb_output_stderr = "remove"  # progress-bar and import notices; a failing cell still fails the build
 
 # API reference
 autosummary_generate = True
