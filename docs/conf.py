@@ -62,11 +62,12 @@ nb_output_stderr = "remove"  # progress-bar and import notices; a failing cell s
 # API reference
 autosummary_generate = True
 autodoc_default_options = {"members": True, "undoc-members": False, "show-inheritance": False}
-autodoc_typehints = "description"
+autodoc_typehints = "signature"
 autodoc_member_order = "bysource"
 napoleon_google_docstring = True
 napoleon_numpy_docstring = True
 
+smartquotes = False  # option names (--kappa) and quotes stay as typed
 html_theme = "furo"
 html_title = f"inertia {release}"
 

@@ -72,7 +72,7 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
         kappa, hvps = _whitened_kappa(target, est.mode, est.factor, seed)
         grads += 2 * hvps
         info["whitened_kappa"] = kappa
-        if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI (issue 14 note)
+        if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI
             laplace_ok, budget = False, VI_WARMUP
     if precondition == "vi" or (precondition == "auto" and not laplace_ok):
         vi = _vi_fit(target, seed, **budget)
