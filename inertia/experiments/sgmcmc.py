@@ -832,7 +832,7 @@ def run_cost(out, quick=False, **_):
     return _finish(out, "sgmcmc-cost", store, {"config": cfg, "cells": res}, table, t0)
 
 
-# ------------------------------------------------------- the authors' code designs (issue 15)
+# ------------------------------------------------------- the authors' code designs
 # Read from the authors' public code (repository wangyu1369/large-sample-sgmcmc-uq); the printed
 # designs above follow the paper's text. Each runs both the printed rules and the code's rules.
 LINEAR_CODE_FULL = dict(D=20, N=5000, runs=30, epochs=30, Bs=(16, 500), burn=0.5, nuts_draws=1000)

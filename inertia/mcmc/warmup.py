@@ -72,7 +72,7 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
         kappa, hvps, indefinite = _whitened_kappa(target, est.mode, est.factor, seed)
         grads += 2 * hvps
         info["whitened_kappa"] = kappa
-        if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI (issue 14 note)
+        if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI
             laplace_ok, budget = False, VI_WARMUP
         elif indefinite:  # not log-concave where the Laplace fit puts mass: q by a full VI fit
             laplace_ok = False
