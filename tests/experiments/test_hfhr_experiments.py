@@ -95,14 +95,14 @@ def _logistic(s, out):
         assert Lb == pytest.approx(1 + np.linalg.eigvalsh(X.T @ X)[-1] / 4, rel=1e-10)
         # the experiment's mode (L-BFGS, |grad V| ~ 7e-4) is within 0.01 posterior sds of
         # scipy's, and m, L are the Hessian's extreme eigenvalues there
-        (cv,) = [json.loads(p.read_text()) for p in (out / "cells").glob("curvature=map*.json")]
+        (cv,) = [json.loads(p.read_text())["value"] for p in (out / "cells").glob("curvature=map*.json")]
         sd = np.sqrt(np.diag(np.linalg.inv(hess(mode))))
         assert np.max(np.abs(np.asarray(cv["mode"]) - mode) / sd) < 0.01
         ev_at = np.linalg.eigvalsh(hess(np.asarray(cv["mode"])))
         assert m == pytest.approx(ev_at[0], rel=1e-9) and L == pytest.approx(ev_at[-1], rel=1e-9)
         assert m == pytest.approx(ev[0], rel=1e-4) and L == pytest.approx(ev[-1], rel=1e-4)
         assert ess > 20
-        (nuts,) = [json.loads(p.read_text()) for p in (out / "cells").glob("*ref=nuts*.json")]
+        (nuts,) = [json.loads(p.read_text())["value"] for p in (out / "cells").glob("*ref=nuts*.json")]
         assert abs(nuts["mean"][0] - ref["intercept_mean"]) < 4 * ref["intercept_sd"] / np.sqrt(ess)
     for row in s["rows"]:
         assert np.isfinite(row[7]) and row[7] < 1.0  # mean error relative to posterior spread

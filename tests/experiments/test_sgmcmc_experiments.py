@@ -60,7 +60,7 @@ def _fields(key):
 
 def _cells(out):
     for p in sorted((out / "cells").glob("*.json")):
-        yield _fields(p.stem), json.loads(p.read_text())
+        yield _fields(p.stem), json.loads(p.read_text())["value"]
 
 
 def _check_exact_numbers(name, out):

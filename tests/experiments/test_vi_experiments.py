@@ -33,7 +33,7 @@ def _check_gaussian(s, out):
 
 
 def _fit_cells(out):
-    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    cells = [json.loads(p.read_text())["value"] for p in sorted((out / "cells").glob("*.json"))]
     return [c for c in cells if "gap" in c]
 
 
