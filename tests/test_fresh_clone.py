@@ -45,7 +45,8 @@ def test_readme_quick_start_in_a_clean_environment(clone, tmp_path):
     # reduced size: the README's options with fewer steps and a smaller batch
     opts = dict(zip(cmd[2::2], cmd[3::2]))
     opts.update({"--steps": "60", "--batch-size": "8"})
-    argv = ["-m", "inertia", "fit"] + [t for kv in opts.items() for t in kv]
+    # 60 updates stop short of the plateau: the verdict says so, and the flag keeps exit 0
+    argv = ["-m", "inertia", "fit"] + [t for kv in opts.items() for t in kv] + ["--allow-unconverged"]
     out = _clean_run(argv, clone, tmp_path)
     assert out.returncode == 0, out.stderr
     assert "final gap" in out.stdout and "Traceback" not in out.stderr
