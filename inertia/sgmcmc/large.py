@@ -19,8 +19,8 @@ import numpy as np
 from ..data.sources import ArraySource
 from . import passes as P
 from .calibrate import CHECK_ROWS
-from .models import Link, beta_divergence_link, gaussian_link, logistic_link, poisson_link
-from .offline import MAP, Curvature
+from .models import Link, linear_link, logistic_link, poisson_link
+from .offline import MAP, Curvature, shifted_newton_step
 
 # largest N for which a failed subsample separation check falls back to the exact LP on all rows
 FULL_CHECK_ROWS = 200_000
@@ -106,16 +106,7 @@ def large_model(name: str, source, *, intercept: bool = False, prior_precision=N
         return LargeGLM(source, logistic_link(), intercept, G, "logistic", {"kind": "logistic"})
     if sigma is None:
         sigma = _ols_residual_sd(source, intercept, chunk)
-    if not sigma > 0:
-        raise ValueError(f"sigma must be positive; got {sigma}")
-    if loss == "log":
-        link = gaussian_link(sigma)
-    elif loss == "beta":
-        link = beta_divergence_link(sigma, beta_div)
-    else:
-        raise ValueError(f"unknown loss {loss!r}; choose 'log' or 'beta'")
-    info = {"kind": "linear", "loss": loss, "sigma": float(sigma),
-            "beta_div": float(beta_div) if loss == "beta" else None}
+    link, info = linear_link(loss, sigma, beta_div)
     return LargeGLM(source, link, intercept, G, f"linear-{loss}", info)
 
 
@@ -229,14 +220,7 @@ def fit_map_large(model: LargeGLM, passes, theta0=None, *, tol: float = 1e-10,
         if gnorm <= threshold(st) or stalls >= 3:
             it -= 1
             break
-        shift, scale = 0.0, max(np.abs(np.diag(H)).max(), 1e-300)
-        while True:
-            try:
-                c = np.linalg.cholesky(H + shift * np.eye(d))
-                break
-            except np.linalg.LinAlgError:
-                shift = max(2 * shift, 1e-8 * scale)
-        step = -np.linalg.solve(c.T, np.linalg.solve(c, g))
+        step = shifted_newton_step(H, g)
         t, slope = 1.0, float(g @ step)
         if -slope <= 64 * np.finfo(float).eps * max(1.0, abs(f)):
             t = 0.0  # the predicted decrease is below L's rounding: judge by the gradient

@@ -318,6 +318,20 @@ def ols_residual_sd(X, y) -> float:
     return float(np.sqrt(np.sum((y - X @ coef) ** 2) / dof))
 
 
+def linear_link(loss: str, sigma: float, beta_div: float = 1.5):
+    """(link, info) of a linear regression's loss: Gaussian log loss or beta divergence (spec 5)."""
+    if not sigma > 0:
+        raise ValueError(f"sigma must be positive; got {sigma}")
+    if loss == "log":
+        link = gaussian_link(sigma)
+    elif loss == "beta":
+        link = beta_divergence_link(sigma, beta_div)
+    else:
+        raise ValueError(f"unknown loss {loss!r}; choose 'log' or 'beta'")
+    return link, {"kind": "linear", "loss": loss, "sigma": float(sigma),
+                  "beta_div": float(beta_div) if loss == "beta" else None}
+
+
 def linear_regression(X, y, *, loss="log", beta_div=1.5, sigma=None, prior_precision=None,
                       intercept=False) -> Model:
     """Linear regression with Gaussian log loss or beta-divergence loss (spec section 5).
@@ -327,16 +341,7 @@ def linear_regression(X, y, *, loss="log", beta_div=1.5, sigma=None, prior_preci
     Xd, yd = _design(X, y, intercept)
     if sigma is None:
         sigma = ols_residual_sd(Xd, yd)
-    if not sigma > 0:
-        raise ValueError(f"sigma must be positive; got {sigma}")
-    if loss == "log":
-        link = gaussian_link(sigma)
-    elif loss == "beta":
-        link = beta_divergence_link(sigma, beta_div)
-    else:
-        raise ValueError(f"unknown loss {loss!r}; choose 'log' or 'beta'")
-    info = {"kind": "linear", "loss": loss, "sigma": float(sigma),
-            "beta_div": float(beta_div) if loss == "beta" else None}
+    link, info = linear_link(loss, sigma, beta_div)
     return glm(Xd, yd, link, prior_precision=prior_precision, intercept=False,
                name=f"linear-{loss}", info=info)
 

@@ -25,6 +25,19 @@ class MAP:
     objective: float
 
 
+def shifted_newton_step(H, g):
+    """-(H + s I)^{-1} g, with s = 0 or the smallest doubling of 1e-8 max|diag H| giving a Cholesky."""
+    d = H.shape[0]
+    shift, scale = 0.0, max(np.abs(np.diag(H)).max(), 1e-300)
+    while True:
+        try:
+            c = np.linalg.cholesky(H + shift * np.eye(d))
+            break
+        except np.linalg.LinAlgError:
+            shift = max(2 * shift, 1e-8 * scale)
+    return -np.linalg.solve(c.T, np.linalg.solve(c, g))
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(model: Model):
     obj = jax.jit(model.objective)
@@ -73,15 +86,7 @@ def fit_map(model: Model, theta0=None, *, tol: float = 1e-10, max_iter: int = 10
             break
         H = np.asarray(hess(theta))
         H = 0.5 * (H + H.T)
-        shift = 0.0
-        scale = max(np.abs(np.diag(H)).max(), 1e-300)
-        while True:
-            try:
-                c = np.linalg.cholesky(H + shift * np.eye(d))
-                break
-            except np.linalg.LinAlgError:
-                shift = max(2 * shift, 1e-8 * scale)
-        step = -np.linalg.solve(c.T, np.linalg.solve(c, g))
+        step = shifted_newton_step(H, g)
         t, slope = 1.0, float(g @ step)
         while t > 1e-12:
             cand = theta + t * step
