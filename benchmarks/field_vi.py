@@ -5,7 +5,7 @@ method runs with its default step rule from N(0, I), 2 vmapped seeds; reported: 
 where the seed-mean exact gap F(q) - F* is <= 1e-3 nats, the updates, gradient + HVP queries and
 run seconds (compile and gap evaluation excluded) spent to get there, and the final gap.
 Writes benchmarks/results/field_vi.json and the section "Field Gaussian VI methods" of
-docs/benchmarks.md (replacing that section only).
+benchmarks/results/benchmarks_log.md (replacing that section only).
 Run: python benchmarks/field_vi.py [--quick] [--report]
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from inertia.vi import fit, hitting_step
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "results" / "field_vi.json"
-DOC = ROOT / "docs" / "benchmarks.md"
+DOC = ROOT / "benchmarks" / "results" / "benchmarks_log.md"
 SECTION = "## Field Gaussian VI methods"
 THRESHOLD = 1e-3
 SEEDS = [0, 1]

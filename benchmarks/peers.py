@@ -8,7 +8,7 @@ gaps 1e-1 ... 1e-6 nats are reported. Peers: NumPyro `SVI` + `AutoMultivariateNo
 default), both with optax Adam over a grid of learning rates and particle counts, all started at
 N(0, I) like inertia; the best configuration per threshold is kept (an oracle choice in the peers'
 favour). Run: `python benchmarks/peers.py [--quick] [--out DIR]`; writes peers.json, the table in
-docs/benchmarks.md is made from it, and peers.png.
+benchmarks/results/benchmarks_log.md is made from it, and peers.png.
 """
 from __future__ import annotations
 

@@ -34,7 +34,6 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 exclude_patterns = [
     "_build",
     # superseded: docs/benchmarks/speed.md and docs/reference/ replace them
-    "benchmarks.md",
     "api.md",
     "Thumbs.db",
     ".DS_Store",

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 
 def tril_blocks(d: int) -> int:
     """Column blocks `tril_product` uses: 1 (a plain product) below d = 256, where slicing does
-    not pay, 4 below d = 2048, then 8 (measured on a 2-core CPU, docs/benchmarks.md)."""
+    not pay, 4 below d = 2048, then 8 (measured on a 2-core CPU, docs/benchmarks/speed.md)."""
     return 1 if d < 256 else 4 if d < 2048 else 8
 
 

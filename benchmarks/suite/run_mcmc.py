@@ -18,7 +18,7 @@ coordinates of numpyro's multi-chain ESS, gradient evaluations per effective sam
 
 Run: `nice -n 19 python benchmarks/suite/run_mcmc.py [--targets a,b] [--report]`; resumable per
 (target, sampler) in benchmarks/results/suite_mcmc.json; `--report` writes the "External suite:
-MCMC" section of docs/benchmarks.md.
+MCMC" section of benchmarks/results/benchmarks_log.md.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from targets import NAMES, curvature_from_hessian, load_suite  # noqa: E402
 
 RESULTS = Path(os.environ.get("SUITE_MCMC_JSON", ROOT / "benchmarks" / "results" / "suite_mcmc.json"))
 VI_RESULTS = ROOT / "benchmarks" / "results" / "suite_vi.json"
-DOC = ROOT / "docs" / "benchmarks.md"
+DOC = ROOT / "benchmarks" / "results" / "benchmarks_log.md"
 CHAINS = 4
 NUTS_WARMUP = 500
 MAX_KEPT = 5000  # draws kept per chain (thinned beyond)

@@ -8,7 +8,7 @@ seconds to within 1e-1, 1e-2, 1e-3 nats of it. Everyone starts at N(0, I).
 
 Run: `nice -n 19 python benchmarks/suite/run_vi.py [--targets a,b] [--methods x,y] [--report]`.
 Results are resumable per (target, cell) in benchmarks/results/suite_vi.json; `--report` writes
-the "External suite: VI" section of docs/benchmarks.md from that file (no computation).
+the "External suite: VI" section of benchmarks/results/benchmarks_log.md from that file (no computation).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from objective import DEFAULT_DRAWS, common_draws, evaluate, make_objective  # n
 from targets import NAMES, curvature_from_hessian, load_suite  # noqa: E402
 
 RESULTS = Path(os.environ.get("SUITE_VI_JSON", ROOT / "benchmarks" / "results" / "suite_vi.json"))
-DOC = ROOT / "docs" / "benchmarks.md"
+DOC = ROOT / "benchmarks" / "results" / "benchmarks_log.md"
 THRESHOLDS = (1e-1, 1e-2, 1e-3)
 LRS = (1e-3, 1e-2, 1e-1)
 PARTICLES = 16  # NumPyro / BlackJAX / GSM samples per update

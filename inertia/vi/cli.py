@@ -66,7 +66,7 @@ def add_parser(sub):
                    help="override the method's default step size (README 'Methods')")
     p.add_argument("--dtype", default="float64", choices=("float64", "float32"),
                    help="float type of the updates (float32: half the memory, 1.4-3.5x faster "
-                        "updates on CPU, iterates to ~1e-6; docs/benchmarks.md 'float32 and the "
+                        "updates on CPU, iterates to ~1e-6; docs/benchmarks/speed.md 'float32 and the "
                         "GPU path'); bounds, gaps and results stay float64")
     p.add_argument("--json", type=Path, default=None,
                    help="write the result as JSON to this file (default: none)")

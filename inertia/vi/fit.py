@@ -358,7 +358,7 @@ def fit(target: Target, method: Optional[str] = None, *, accelerated: Optional[b
     checkpoint's covariance, (k, seeds, d, d)).
     `dtype="float32"` runs the updates (draws, the target's derivatives, the kernel's linear
     algebra) in float32 on `target.astype("float32")`; bounds, start, gaps, the objective monitor
-    and the results stay float64 (docs/benchmarks.md "float32 and the GPU path").
+    and the results stay float64 (docs/benchmarks/speed.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
     source = target
