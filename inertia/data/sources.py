@@ -29,17 +29,22 @@ def _take_rows(A: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return A[idx]
 
 
+def as_rows(X, y):
+    """X (N, p) and y (N,) as float64 arrays (no copy when they already are), shapes checked."""
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (N, p); got shape {X.shape}")
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    return X, y
+
+
 class ArraySource:
     """Rows of in-memory arrays X (N, p) and y (N,) (no copy when they are float64)."""
 
     def __init__(self, X, y, names: Optional[Sequence[str]] = None):
-        X = np.asarray(X, dtype=np.float64)
-        y = np.asarray(y, dtype=np.float64).ravel()
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-D array (N, p); got shape {X.shape}")
-        if X.shape[0] != y.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
-        self.X, self.y = X, y
+        self.X, self.y = as_rows(X, y)
         self.names = list(names) if names is not None else [f"x{i}" for i in range(X.shape[1])]
 
     @property

@@ -1,7 +1,6 @@
 """`inertia calibrate`: Algorithm 1 on a CSV or a large data file (intercept added, no prior)."""
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -47,11 +46,7 @@ def run(args) -> int:
     from .calibrate import NoEstimateError, calibrate
     from .models import make_model
 
-    kw = {"intercept": True}
-    if args.model == "linear":
-        kw.update(loss=args.loss, beta_div=args.beta_div)
-    elif args.loss != "log":
-        raise ValueError("--loss beta applies to --model linear only")
+    kw = _model_kwargs(args)
     params = ["(intercept)"] + names
     try:
         from .calibrate import check_estimate_exists
@@ -69,6 +64,15 @@ def run(args) -> int:
     return report(args, res, model, params)
 
 
+def _model_kwargs(args) -> dict:
+    """make_model / large_model options from the CLI: an intercept; linear's loss."""
+    if args.model == "linear":
+        return {"intercept": True, "loss": args.loss, "beta_div": args.beta_div}
+    if args.loss != "log":
+        raise ValueError("--loss beta applies to --model linear only")
+    return {"intercept": True}
+
+
 def run_large(args) -> int:
     """`--data FILE`: chunked passes over a memory-mapped or row-group-read file."""
     from inertia.data.sources import open_source
@@ -83,11 +87,7 @@ def run_large(args) -> int:
     if args.batch_size > src.num_rows:
         raise ValueError(f"--batch-size {args.batch_size} exceeds the {src.num_rows} data rows "
                          f"of {args.data}")
-    kw = {"intercept": True}
-    if args.model == "linear":
-        kw.update(loss=args.loss, beta_div=args.beta_div)
-    elif args.loss != "log":
-        raise ValueError("--loss beta applies to --model linear only")
+    kw = _model_kwargs(args)
     params = ["(intercept)"] + list(src.names)
     model = large_model(args.model, src, **kw)
     try:

@@ -282,12 +282,9 @@ def generic_batch_grad(loss):
 
 # -- constructors -------------------------------------------------------------------------------
 def _design(X, y, intercept):
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (N, p); got shape {X.shape}")
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+    from ..data.sources import as_rows
+
+    X, y = as_rows(X, y)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
         raise ValueError("X and y must be finite (found NaN or inf)")
     if intercept:
