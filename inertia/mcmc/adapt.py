@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import chains
 from .kernels.base import Params
 
 TARGET_ACCEPT = 0.8
@@ -34,9 +35,7 @@ STAGE1, STAGE2 = 150, 150  # equal: one compilation
 T0 = 1.5
 SHRINK = 10.0  # pseudo-draws of the identity in the warm-up covariance
 MAX_RAISES = 3  # stage 2 reruns with target acceptance 1 - (1 - delta)/2 while warm-up diverges
-MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10 allows 1023)
-# dual averaging constants of Hoffman & Gelman (2014)
-DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
+from .chains import DA_GAMMA, DA_KAPPA, DA_T0, MAX_LEAPFROG  # noqa: F401
 
 
 def value_and_grad_fn(target):
@@ -66,36 +65,23 @@ def _frame_fn(target):
     return functools.partial(_frame_vg, _vg(target))
 
 
-@functools.lru_cache(maxsize=16)
 def _adapt_runner(method, num_iters: int):
-    """jit of a scan over iterations: every chain steps at the shared h = exp(log h), then the
-    dual-averaging state (shrinking towards log h = mu) moves with the chains' mean acceptance. Trajectory time T > 0 sets
-    n = clip(T / h, 1, MAX_LEAPFROG)."""
+    """Dual averaging over `num_iters` iterations (`chains.program` in warm-up mode): every chain
+    steps at the shared h = exp(log h), then the dual-averaging state (shrinking towards
+    log h = mu) moves with the chains' mean acceptance. Trajectory time T > 0 sets
+    n = clip(T / h, 1, MAX_LEAPFROG). Returns (states, averaged h, (positions, acceptance,
+    divergences, gradients)), each record (num_iters, chains)."""
 
     def run(vg, states, key, log_h0, mu, gamma, alpha, time, delta):
         nc = states.position.shape[0]
+        ch = chains.Chains(states, jnp.zeros((nc, 2), dtype=jnp.uint32),
+                           jnp.zeros(nc, dtype=jnp.int64), jnp.zeros(nc, dtype=jnp.int64))
+        t = chains.tuning(log_h0, mu=mu, gamma=gamma, alpha=alpha, time=time, delta=delta,
+                          adapt=True, num_iters=num_iters)
+        ch, h, (pos, info) = chains.run_block(method, vg, ch, key, t)
+        return ch.state, h, (pos, info.acceptance_rate, info.diverging, info.num_grads)
 
-        def body(carry, i):
-            st, log_h, log_hbar, hbar = carry
-            h = jnp.exp(log_h)
-            n = jnp.clip(time / h, 1.0, MAX_LEAPFROG)
-            coeffs = method.prepare(Params(h, gamma, alpha, n))
-            keys = jax.random.split(jax.random.fold_in(key, i), nc)
-            st, info = jax.vmap(lambda k, s: method.step(k, s, coeffs, vg))(keys, st)
-            acc = jnp.mean(jnp.nan_to_num(info.acceptance_rate))
-            t = i + 1.0
-            hbar = (1.0 - 1.0 / (t + DA_T0)) * hbar + (delta - acc) / (t + DA_T0)
-            log_h = mu - jnp.sqrt(t) / DA_GAMMA * hbar
-            w = t ** (-DA_KAPPA)
-            log_hbar = w * log_h + (1.0 - w) * log_hbar
-            return (st, log_h, log_hbar, hbar), (st.position, info.acceptance_rate,
-                                                  info.diverging, info.num_grads)
-
-        init = (states, log_h0, log_h0, jnp.float64(0.0))
-        (st, _, log_hbar, _), rec = jax.lax.scan(body, init, jnp.arange(num_iters))
-        return st, jnp.exp(log_hbar), rec
-
-    return jax.jit(run)
+    return run
 
 
 def draws_covariance(z):

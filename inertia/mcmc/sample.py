@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._random import check_seed
+from . import chains
 from .kernels import Method, Params, get_method
 
 
@@ -212,6 +213,13 @@ def _chain_scan(method, grad_fn, num_draws, thinning):
     return one_chain
 
 
+@functools.lru_cache(maxsize=8)
+def _chain_keys(num_chains: int):
+    """seed -> (num_chains, 3, 2) keys: split(split(PRNGKey(seed), num_chains)[c], 3), one program."""
+    return jax.jit(lambda seed: jax.vmap(lambda k: jax.random.split(k, 3))(
+        jax.random.split(jax.random.PRNGKey(seed), num_chains)))
+
+
 @functools.lru_cache(maxsize=32)
 def _init_fn(method, grad_fn):
     # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
@@ -371,9 +379,17 @@ def summary_draws(target, draws, names):
 def _advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=None):
     """Run num_draws draws in compiled blocks of `block` draws; returns carry, draws, info dict."""
     draws, infos, done = [], [], 0
+    shared = m.adjusted and thinning == 1  # the warm-up's compiled program, in sampling mode
     while done < num_draws:
         n = min(block, num_draws - done)
-        carry, (pos, info) = _runner(m, grad_fn, n, thinning)(carry, jparams)
+        if shared:
+            n = min(n, chains.BLOCK)
+            ch, _, (pos, info) = chains.run_block(m, grad_fn, chains.Chains(*carry), None,
+                                                  chains.sampling(jparams, n))
+            carry = tuple(ch)
+            pos, info = np.swapaxes(pos, 0, 1), jax.tree_util.tree_map(lambda a: a.T, info)
+        else:
+            carry, (pos, info) = _runner(m, grad_fn, n, thinning)(carry, jparams)
         draws.append(np.asarray(pos))
         nc = draws[-1].shape[0]
         infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape(nc, -1), info))
@@ -473,9 +489,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
                          f"({num_chains}, {target.dim}); got {np.shape(init)}")
     names = parameter_names(target, names)
     auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
-    chain_keys = jax.random.split(jax.random.PRNGKey(seed), num_chains)
-    split3 = jax.vmap(lambda k: jax.random.split(k, 3))(chain_keys)
-    zeros = jnp.zeros(num_chains, dtype=jnp.int64)
+    split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
+    zeros = np.zeros(num_chains, dtype=np.int64)
     tuning, bias, pre, warm_grads, total_warm = None, None, None, 0, 0
     run_fn = None
     from ..progress import progress as progress_bar

@@ -234,10 +234,29 @@ def from_potential(potential, dim, *, alpha=None, beta=None, name="potential", *
                   name=name, **kw)
 
 
+def ravel(example):
+    """(flat float64 vector, unravel) of a pytree of arrays: `ravel_pytree`'s own unravel, taken
+    from an abstract trace, and host (NumPy) leaves flattened by NumPy, with no device work (each
+    eager jnp op is a compilation)."""
+    leaves = jax.tree_util.tree_leaves(example)
+    if not leaves or not all(isinstance(a, (np.ndarray, np.generic, float, int)) for a in leaves):
+        flat, unravel = ravel_pytree(example)
+        return jnp.asarray(flat, dtype=jnp.float64), unravel
+    box = []
+
+    def flatten(tree):
+        flat, unravel = ravel_pytree(tree)
+        box.append(unravel)  # closes over static sizes and shapes only
+        return flat
+
+    jax.eval_shape(flatten, example)
+    return np.concatenate([np.ravel(a) for a in leaves]).astype(np.float64), box[0]
+
+
 def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logdensity",
                     **kw) -> Target:
     """Target from a JAX log density on a flat vector or a pytree (ravelled); autodiff derivatives."""
-    flat, unravel = ravel_pytree(example)
+    flat, unravel = ravel(example)
     if flat.ndim != 1 or flat.size == 0:
         raise TargetError("example must be a non-empty array or pytree of arrays")
 

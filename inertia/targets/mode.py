@@ -244,7 +244,7 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     on_rays = _vmapped(target)
     V = np.stack([np.asarray(on_rays(jnp.asarray(np.asarray(mode)[None] + t * U)), np.float64)
                   for t in ts], axis=1)  # (rays, distances)
-    v0 = float(target.potential(jnp.asarray(mode)))
+    v0 = float(jitted(target, "value_and_grad")(jnp.asarray(mode))[0])  # compiled already
     V = np.where(np.isfinite(V), V, np.inf)
     # falls below the mode, and keeps falling over the last doublings: no bound below on this ray
     falling = (V[:, -1] < v0 - 1.0) & np.all(np.diff(V[:, -4:], axis=1) < 0, axis=1)

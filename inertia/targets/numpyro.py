@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Target, TargetError, cast_floats, from_logdensity, jitted
+from .base import Target, TargetError, cast_floats, from_logdensity, jitted, ravel
 
 
 def _numpyro():
@@ -57,7 +57,7 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None):
                            for k, site in latent.items()})
         return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in latent.items()}
 
-    shapes = jax.eval_shape(proto, jax.random.PRNGKey(seed))
+    shapes = jax.eval_shape(proto, jax.ShapeDtypeStruct((2,), jnp.uint32))  # a key's shape only
     z = {k: np.zeros(v.shape, v.dtype) for k, v in shapes.items()}
     return (z, partial(potential_energy, model, model_args, model_kwargs),
             partial(constrain_fn, model, model_args, model_kwargs, return_deterministic=True))
@@ -121,8 +121,7 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     z0, start, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed, labels)
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
-    flat0, unravel = jax.flatten_util.ravel_pytree(z0)
-    flat0 = flat0.astype(jnp.float64)
+    flat0, unravel = ravel(z0)
 
     # jitted once here so that the model (NumPyro's effect handlers, slow to trace) is traced once per
     # input shape; every transform and enclosing jit of the fit reuses that jaxpr
@@ -139,7 +138,7 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
         lead = x.shape[:-1]
         flat = x.reshape((-1, flat0.shape[0]))
         out = constrain_flat(flat)
-        return {k: jnp.reshape(v, lead + v.shape[1:]) for k, v in out.items()}
+        return {k: np.reshape(np.asarray(v), lead + v.shape[1:]) for k, v in out.items()}
 
     label = name or f"numpyro:{getattr(model, '__name__', 'model')}"
     from ..results.labels import unconstrained_names

@@ -1,0 +1,132 @@
+"""One compiled program for the adjusted kernel's chains: warm-up (dual averaging) and sampling.
+
+A block is a `lax.scan` of BLOCK iterations over all chains at once; the first `n` of them run
+(`n` is traced), the rest pass the state through. Warm-up blocks (adapt=True) draw each
+iteration's keys from fold_in(key, i) and move log h by dual averaging (Hoffman & Gelman 2014,
+algorithm 5) on the chains' mean acceptance, with n = clip(T / h, 1, MAX_LEAPFROG) leapfrog steps;
+sampling blocks (adapt=False) keep h and n and split each chain's own key. Both modes are one
+program per (kernel, shapes, flow), so a run compiles the chains once; `flow` is static and False
+whenever alpha = 0, which leaves the gradient-flow step (a second copy of the potential's
+gradient) out of the program.
+"""
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .kernels.base import Params
+
+BLOCK = 1000  # iterations per compiled block (sampling blocks; warm-up stages use a prefix)
+MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10 allows 1023)
+# dual averaging constants of Hoffman & Gelman (2014)
+DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
+
+
+class Chains(NamedTuple):
+    """Chain states with each chain's key, first non-finite step (0: none) and step count."""
+
+    state: object
+    keys: jax.Array
+    diverged_at: jax.Array
+    count: jax.Array
+
+
+class Tuning(NamedTuple):
+    """Block arguments: start log h, dual averaging's mu, gamma, alpha, trajectory time T,
+    target acceptance; the fixed step size and mean trajectory length (sampling); adapt flag;
+    iterations to run."""
+
+    log_h: jax.Array
+    mu: jax.Array
+    gamma: jax.Array
+    alpha: jax.Array
+    time: jax.Array
+    delta: jax.Array
+    step_size: jax.Array
+    num_leapfrog: jax.Array
+    adapt: jax.Array
+    num_iters: jax.Array
+
+
+def _keep(ok, new, old):
+    return jax.tree_util.tree_map(
+        lambda a, b: jnp.where(ok.reshape(ok.shape + (1,) * (a.ndim - 1)), a, b), new, old)
+
+
+@functools.lru_cache(maxsize=16)
+def program(method, flow: bool):
+    """jit of one block: (value_and_grad, Chains, key, Tuning) -> (Chains, averaged h,
+    (positions, info)) with positions (BLOCK, chains, d), NaN after a chain's non-finite step."""
+
+    def run(vg, chains: Chains, key, t: Tuning):
+        nc = chains.keys.shape[0]
+
+        def iterate(carry, i):
+            ch, log_h, log_hbar, hbar = carry
+            h = jnp.where(t.adapt, jnp.exp(log_h), t.step_size)
+            n = jnp.where(t.adapt, jnp.clip(t.time / h, 1.0, MAX_LEAPFROG), t.num_leapfrog)
+            coeffs = method.prepare(Params(h, t.gamma, t.alpha, n))
+            split = jax.vmap(jax.random.split)(ch.keys)
+            keys = jnp.where(t.adapt, jax.random.split(jax.random.fold_in(key, i), nc),
+                             split[:, 1])
+            ckeys = jnp.where(t.adapt, ch.keys, split[:, 0])
+            new, info = jax.vmap(lambda k, s: method.step(k, s, coeffs, vg, flow=flow))(
+                keys, ch.state)
+            ok = info.is_finite & (ch.diverged_at == 0)
+            div = jnp.where((ch.diverged_at == 0) & ~info.is_finite, ch.count + 1,
+                            ch.diverged_at)
+            ch = Chains(_keep(ok, new, ch.state), ckeys, div, ch.count + 1)
+            acc = jnp.mean(jnp.nan_to_num(info.acceptance_rate))
+            s = i + 1.0
+            hbar_new = (1.0 - 1.0 / (s + DA_T0)) * hbar + (t.delta - acc) / (s + DA_T0)
+            log_h_new = t.mu - jnp.sqrt(s) / DA_GAMMA * hbar_new
+            w = s ** (-DA_KAPPA)
+            log_hbar_new = w * log_h_new + (1.0 - w) * log_hbar
+            log_h, log_hbar, hbar = (jnp.where(t.adapt, a, b) for a, b in (
+                (log_h_new, log_h), (log_hbar_new, log_hbar), (hbar_new, hbar)))
+            pos = jnp.where((div == 0)[:, None], ch.state.position, jnp.nan)
+            return (ch, log_h, log_hbar, hbar), (pos, info)
+
+        init = (chains, t.log_h, t.log_h, jnp.float64(0.0))
+        blank = jax.tree_util.tree_map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                       jax.eval_shape(lambda c: iterate(c, 0)[1], init))
+
+        def body(carry, i):
+            return jax.lax.cond(i < t.num_iters, iterate, lambda c, _: (c, blank), carry, i)
+
+        (chains, _, log_hbar, _), rec = jax.lax.scan(body, init, jnp.arange(BLOCK))
+        return chains, jnp.exp(log_hbar), rec
+
+    return jax.jit(run)
+
+
+def tuning(log_h=0.0, *, mu=0.0, gamma=0.0, alpha=0.0, time=1.0, delta=0.8, step_size=1.0,
+           num_leapfrog=1.0, adapt=True, num_iters=BLOCK) -> Tuning:
+    """Tuning arguments as float64 / int arrays (one compilation for all their values)."""
+    f = lambda x: jnp.asarray(x, dtype=jnp.float64)  # noqa: E731
+    return Tuning(f(log_h), f(mu), f(gamma), f(alpha), f(time), f(delta), f(step_size),
+                  f(num_leapfrog), jnp.asarray(bool(adapt)),
+                  jnp.asarray(int(num_iters), dtype=jnp.int64))
+
+
+def sampling(params: Params, num_iters: int) -> Tuning:
+    """Sampling-mode arguments: fixed h, gamma, alpha and mean trajectory length."""
+    return tuning(gamma=params.gamma, alpha=params.alpha, step_size=params.step_size,
+                  num_leapfrog=params.num_leapfrog, adapt=False, num_iters=num_iters)
+
+
+def run_block(method, vg, chains: Chains, key, t: Tuning):
+    """One block; records trimmed to the iterations run. flow is on only where alpha > 0; `key`
+    (warm-up's per-iteration keys) may be None in sampling mode."""
+    flow = bool(float(t.alpha) > 0.0)
+    n = int(t.num_iters)
+    if not 0 <= n <= BLOCK:
+        raise ValueError(f"a block runs at most {BLOCK} iterations, got {n}")
+    if key is None:
+        key = jnp.zeros(2, dtype=jnp.uint32)
+    chains, h, (pos, info) = program(method, flow)(vg, chains, key, t)
+    return chains, h, jax.tree_util.tree_map(lambda a: np.asarray(a)[:n], (pos, info))
