@@ -81,7 +81,7 @@ def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
     reason = (f"the iterate ends on the boundary of the feasible set the given bounds imply: the "
               f"bounds look wrong ({which}); the result is that boundary's best point, not the "
               "optimum")
-    warnings.warn(f"{method}: {reason}", RuntimeWarning, stacklevel=4)
+    warnings.warn(f"{method}: {reason}", RuntimeWarning, stacklevel=5)
     return not_converged(reason, step, bounds_look_wrong="upper" if high else "lower")
 
 
