@@ -13,7 +13,7 @@ MODULES = [
     "inertia.targets.base", "inertia.targets.gaussian", "inertia.targets.glm",
     "inertia.targets.graph_probit", "inertia.targets.hard", "inertia.targets.zoo",
     "inertia.targets.numpyro", "inertia.targets.mode", "inertia.data",
-    "inertia.vi.fit", "inertia.vi.multistage", "inertia.vi.objective", "inertia.vi.registry",
+    "inertia.vi.fit", "inertia.vi.options", "inertia.vi.result", "inertia.vi.multistage", "inertia.vi.objective", "inertia.vi.registry",
     "inertia.mcmc.sample", "inertia.mcmc.tuning", "inertia.mcmc.gaussian", "inertia.mcmc.nag",
     "inertia.sgmcmc.calibrate", "inertia.sgmcmc.kernels", "inertia.sgmcmc.models",
     "inertia.sgmcmc.offline", "inertia.sgmcmc.tuning", "inertia.sgmcmc.predict",

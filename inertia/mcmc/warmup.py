@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..targets.base import Target
+from ..targets.whiten import whiten
 from ..vi.auto import SWITCH_KAPPA
 
 MAX_HALVINGS = 4
@@ -121,28 +122,6 @@ def _vi_fit(target, seed, **budget):
     h = r.history
     g = int(np.asarray(h.get("grad_evals", [0]))[-1]) + 2 * int(np.asarray(h.get("hvp_evals", [0]))[-1])
     return mean, factor, g, f"{r.method}, {r.num_steps} steps"
-
-
-def whiten(target: Target, mean, factor, dtype=jnp.float64) -> Target:
-    """V_w(z) = V(m + L z) with gradient L^T grad V(m + L z) and HVP L^T hess V(m + L z) L v."""
-    m = jnp.asarray(mean, dtype=dtype)
-    F = jnp.asarray(factor, dtype=dtype)
-
-    def x(z):
-        return m + F @ z
-
-    def hvp(z, v):
-        return F.T @ target.hvp(x(z), F @ v)
-
-    @jax.jit
-    def hess_matmul(z, M):  # one compiled Hessian for the curvature estimates
-        return jax.vmap(lambda v: hvp(z, v), in_axes=1, out_axes=1)(M)
-
-    return Target(dim=target.dim, potential=lambda z: target.potential(x(z)),
-                  grad=lambda z: F.T @ target.grad(x(z)), hvp=hvp, hess_matmul_fn=hess_matmul,
-                  name=f"{target.name}-whitened",
-                  recast=lambda dt: whiten(target.astype(dt), mean, factor, dt),
-                  affine=(target, np.asarray(mean, np.float64), np.asarray(factor, np.float64)))
 
 
 class Curvature:

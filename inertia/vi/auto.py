@@ -135,7 +135,7 @@ def whiten_start(target: Target, init, *, seed: int = 0):
     """(target in z = W^-1 (x - m0), start (0, I), Whitening) for a start N(m0, A0 A0^T), with
     W = chol(A0 A0^T) and bounds re-estimated in z at draws of the start (the run then sees the
     curvature of the target relative to the start, not the MAP's raw spectrum)."""
-    from ..mcmc.warmup import whiten
+    from ..targets.whiten import whiten
     from ..targets.curvature import bounds_under
 
     m0 = np.asarray(init[0], dtype=float)

@@ -4,17 +4,20 @@ Hessian-based estimators (Price, Price-STL, Paired, FD with HVPs) assume a twice
 potential: E_q hess V then equals the gradient-only Stein form E_q[grad V(m + A xi) xi^T] A^-1.
 A kink (|theta|, a hinge) puts a delta into the true Hessian that HVPs never see; the two sides
 then differ. `hessian_consistency` compares u^T E[hess V] A w with E[(u . grad V)(xi . w)] on
-common draws for a few random directions and returns the largest |z|.
+common draws for a few random directions and returns the largest |z|. `check_memory` refuses a
+run too large for free memory before anything compiles.
 """
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._random import host_normal
+from .registry import get_estimator
 
 Z_WARN = 6.0  # |z| above this: the Hessian-based estimators see a different curvature
 
@@ -49,4 +52,31 @@ def hessian_consistency(target, m, A, *, num_draws: int = 2048, num_dirs: int = 
     return float(np.max(np.where(se > 0, z, 0.0)))
 
 
-__all__ = ["hessian_consistency", "Z_WARN"]
+def check_memory(m_spec, d, batch_size, num_seeds):
+    """Refuse, before compiling, a run whose d x d (and b x d x d) arrays exceed free memory."""
+    from ..resources import available_bytes, estimate_fit_bytes, largest_dim
+
+    est = get_estimator(m_spec)
+    coords = {"cov": "bw"}.get(est.coords, est.coords)
+    need = estimate_fit_bytes(coords, d, batch_size, num_seeds, needs_hvp=est.needs_hvp)
+    have = available_bytes()
+    if need > have:
+        top = largest_dim(coords, batch_size, num_seeds, needs_hvp=est.needs_hvp, budget=have)
+        raise MemoryError(f"{m_spec.name} at d = {d}, batch {batch_size}, {num_seeds} seed(s) "
+                          f"needs about {need / 2**30:.1f} GiB and {have / 2**30:.1f} GiB is free; "
+                          f"the largest d that fits is about {top}")
+
+
+def check_hessian(target, m0, A0, coords, method):
+    """Warn when HVP-based and gradient-only curvature disagree at the start (a kink in V)."""
+    F = A0 if coords != "cov" else jnp.linalg.cholesky(A0)
+    z = hessian_consistency(target, m0, F)
+    if z > Z_WARN:
+        warnings.warn(f"{method}: Hessian-vector products and the gradient-only (Stein) estimate "
+                      f"of E_q hess V disagree at the start (|z| = {z:.3g}): the potential is "
+                      "probably not twice differentiable (|x|, hinges), and Hessian-based methods "
+                      "then converge to the wrong Gaussian; use a gradient-only method such as "
+                      "stl-proj", RuntimeWarning, stacklevel=3)
+
+
+__all__ = ["hessian_consistency", "Z_WARN", "check_memory", "check_hessian"]

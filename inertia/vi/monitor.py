@@ -160,5 +160,10 @@ class StoppingRule:
             return abs(self.decrease) + self.z * self.stderr < self.tol
         return self.decrease < max(self.tol, self.z * self.stderr)
 
+    def falling(self, z: Optional[float] = None) -> bool:
+        """The last window showed a decrease of F_hat > max(tol, z s.e.) (z: the rule's)."""
+        return (self.decrease is not None
+                and self.decrease > max(self.tol, (self.z if z is None else z) * self.stderr))
+
 
 __all__ = ["ObjectiveMonitor", "Estimate", "StoppingRule", "paired_difference"]

@@ -10,7 +10,9 @@ import numpy as np
 
 from . import objective as obj
 from .algorithms.base import VIState
-from .monitor import ObjectiveMonitor
+from .monitor import ObjectiveMonitor, paired_difference
+from .registry import momentum
+from .result import FitResult
 
 TAIL = 64  # snapshots kept for restarts and averaging
 
@@ -143,8 +145,6 @@ class _Recorder:
         new, old = np.mean(est[3][0], axis=0), np.mean(self.est_draws[-1], axis=0)
         if not np.all(np.isfinite(new)):
             return None
-        from .monitor import paired_difference
-
         diff, se = paired_difference(old, new)
         if diff > 2 * se:
             start, self.avg_start = self.avg_start, None  # a plain row, not into the average
@@ -184,9 +184,6 @@ class _Recorder:
         return h
 
     def result(self, runner, seeds, diverged, stopped, restarts, curvature):
-        from .fit import FitResult
-        from .registry import momentum
-
         g_per, h_per = runner.est.cost(self.target.dim, runner.batch_size)
         history = self.history(g_per, h_per)
         if curvature is not None:  # the bound estimation's queries are part of the run's cost

@@ -31,6 +31,7 @@ class Method(NamedTuple):
     # natural-gradient step (affine invariant): it contracts by ~(1 - eta) per update whatever the
     # conditioning, so its time scale is 1 / eta updates, not 1 / (eta alpha)
     natural: bool = False
+    options: tuple = ()  # keyword options its builder takes (`fit(..., name=value)`)
 
 
 def momentum(s):
@@ -135,6 +136,7 @@ def _build_bam(target, estimator, accelerated, batch_size, eta, s, options):
     return bam.build(target, lam0=eta, batch_size=batch_size, schedule_kind=kind)
 
 
+NGVI_OPTIONS = ("hessian", "control", "schedule", "decay_steps")
 NGVI_STEP = 0.5  # rho of the natural-gradient methods (ours: the papers leave it to the user)
 
 
@@ -161,11 +163,11 @@ METHODS = {m.name: m for m in [
     Method("exact-apg", "exact", "Alg. 1 (APG, exact expectations)", True, _sexact,
            _build_apg("entropy"), description="Cholesky; eta = 1/beta"),
     Method("fd-prox", "fd", "Alg. 2 (norm-constrained prox)", True, _sp, _build_apg("norm"),
-           feasible="norm"),
+           feasible="norm", options=("fd_step",)),
     Method("paired-prox", "paired", "Alg. 2 (norm-constrained prox)", True, _sp,
            _build_apg("norm"), feasible="norm"),
     Method("fd-proj", "fd", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj"),
-           feasible="chol"),
+           feasible="chol", options=("fd_step",)),
     Method("paired-proj", "paired", "Alg. 4 (projected, Cholesky)", True, _se, _build_apg("proj"),
            feasible="chol"),
     Method("stl-proj", "stl", "Alg. 3 (projected, symmetric root)", True, _s15,
@@ -188,17 +190,18 @@ METHODS = {m.name: m for m in [
     Method("ngvi", "price", "NGVI / VON, positive-definite update (Lin, Schmidt & Khan 2020)",
            False, _ngvi_rule, _build_ngvi("price", False), baseline=True,
            description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]",
-           natural=True),
+           natural=True, options=NGVI_OPTIONS + ("posdef",)),
     Method("ngvi-reparam", "reparam", "NGVI / VON, positive-definite update, Stein Hessian",
            False, _ngvi_rule, _build_ngvi("reparam", False), baseline=True,
            description="rho = 1/2 [ours]; Stein Hessian from gradients; score control [ours]",
-           natural=True),
+           natural=True, options=NGVI_OPTIONS + ("posdef",)),
     Method("sqrt-ngvi", "price", "square-root NGVI on chol(precision) (Tan 2025)", False,
            _ngvi_rule, _build_ngvi("price", True), baseline=True,
            description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]",
-           natural=True),
+           natural=True, options=NGVI_OPTIONS),
     Method("bam", "reparam", "batch-and-match (Cai et al. 2024, Alg. 1)", False, _bam_rule,
-           _build_bam, baseline=True, description="lambda_k = b d/(k + 1) (paper, Sec. 5)"),
+           _build_bam, baseline=True, description="lambda_k = b d/(k + 1) (paper, Sec. 5)",
+           options=("schedule",)),
 ]}
 
 # the field's Gaussian VI beyond the paper (FIELD-VI.md); PAPER_METHODS: the paper's 6 pairs + 5

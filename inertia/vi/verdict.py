@@ -4,7 +4,8 @@ Runs that the stopping rule did not end (paper mode, a divergence) get one here 
 to the updates: the objective trace over the last `window` checkpoints (exact F where the target
 has it, else the common-random-number F_hat) still falling by more than max(tol, 2 s.e.) means not
 converged; so does a divergence, an improper target (`targets.mode.probe_unbounded`) and, in paper
-mode, an iterate left on the boundary of the feasible set the given bounds imply.
+mode, an iterate left on the boundary of the feasible set the given bounds imply. A monitored run
+that ran out of updates gets `budget_verdict`.
 """
 from __future__ import annotations
 
@@ -80,7 +81,7 @@ def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
     reason = (f"the iterate ends on the boundary of the feasible set the given bounds imply: the "
               f"bounds look wrong ({which}); the result is that boundary's best point, not the "
               "optimum")
-    warnings.warn(f"{method}: {reason}", RuntimeWarning, stacklevel=4)
+    warnings.warn(f"{method}: {reason}", RuntimeWarning, stacklevel=5)
     return not_converged(reason, step, bounds_look_wrong="upper" if high else "lower")
 
 
@@ -90,6 +91,28 @@ def improper_verdict(probe: dict, step: int) -> dict:
                          f"(log p rises by {probe['potential_at_mode'] - probe['potential_far']:.3g}"
                          f" nats at {probe['distance']:g} sds): an improper target has no "
                          "Gaussian optimum", step, improper=probe)
+
+
+def budget_verdict(rec, rule, num_steps: int) -> dict:
+    """Why a monitored run ended without the stopping rule firing: the averaging phase ran its
+    course, or the budget ended it; either way whether F_hat was still falling (unconverged)."""
+    from .averaging import AVERAGING_FACTOR
+
+    falling = rule.falling()
+    out = {"step": rec.steps[-1], "decrease": rule.decrease, "stderr": rule.stderr,
+           "converged": False}
+    if rec.avg_start is not None:
+        out["averaging_from"] = rec.avg_start
+        cut = rec.steps[-1] >= num_steps and num_steps < rec.avg_start * (1 + AVERAGING_FACTOR)
+        out["converged"] = not (falling or cut)
+        out["reason"] = ("averaging finished" if not (falling or cut) else
+                         "NOT CONVERGED: num_steps ended the averaging phase early"
+                         + (" with F_hat still falling" if falling else ""))
+    else:
+        out["reason"] = ("NOT CONVERGED: num_steps reached with F_hat still falling" if falling else
+                         "NOT CONVERGED: num_steps reached before the objective was seen to "
+                         "plateau")
+    return out
 
 
 def headline(stopped: Optional[dict]) -> Optional[str]:
@@ -103,4 +126,4 @@ def headline(stopped: Optional[dict]) -> Optional[str]:
 
 
 __all__ = ["not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
-           "improper_verdict", "headline", "PLATEAU_TOL"]
+           "improper_verdict", "budget_verdict", "headline", "PLATEAU_TOL"]

@@ -64,7 +64,7 @@ def test_whitened_target_uses_its_parents_compiled_functions():
     (nothing compiled for the whitened target), equal to JAX's derivatives of V(m + W z)."""
     import jax
 
-    from inertia.mcmc.warmup import whiten
+    from inertia.targets.whiten import whiten
     from inertia.targets.base import _JIT_CACHE, jitted
 
     rng = np.random.default_rng(0)

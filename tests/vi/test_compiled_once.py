@@ -10,26 +10,27 @@ import pytest
 from inertia.targets import kappa_family
 from inertia.vi import fit
 from inertia.vi.monitor import ObjectiveMonitor, common_normals
+from inertia.vi.options import FitOptions
 
 from .conftest import small_logistic
 
-fitmod = importlib.import_module("inertia.vi.fit")
+runmod = importlib.import_module("inertia.vi.runner")
 
 
 def _auto_fit(monkeypatch, constant):
     """The automatic fit of test_averaging_extension_... (averaging, then an extension at half the
     step), counting the blocks built; `constant`: the step compiled in, a block per step size."""
     built = []
-    block_fn = fitmod._block_fn
-    monkeypatch.setattr(fitmod, "_block_fn", lambda k: built.append(1) or block_fn(k))
+    block_fn = runmod._block_fn
+    monkeypatch.setattr(runmod, "_block_fn", lambda k: built.append(1) or block_fn(k))
     if constant:
-        build = fitmod._Runner._build
+        build = runmod.Runner.build
 
         def constant_build(self):
             self.traced = False
             return build(self)
 
-        monkeypatch.setattr(fitmod._Runner, "_build", constant_build)
+        monkeypatch.setattr(runmod.Runner, "build", constant_build)
     t = small_logistic(n=60, p=3).replace(alpha=None, beta=None)
     res = fit(t, seed=0, init=(np.zeros(t.dim), np.eye(t.dim)))
     monkeypatch.undo()
@@ -52,8 +53,8 @@ def test_new_step_sizes_reuse_the_compiled_block(monkeypatch):
 @pytest.mark.parametrize("method", ["fd-prox", "paired-proj", "price-stl-proj", "ngvi", "fb-gvi"])
 def test_every_family_takes_its_step_as_an_argument(method):
     """Builders that need a concrete step fall back to a constant; none of these does."""
-    r = fitmod._Runner(kappa_family(5, 10.0), method, None, 4, None, None,
-                       fitmod._Options(False, False, False, False, None, False, 10), {}, 1)
+    opts = FitOptions(restart=False, recover=False, widen=False, monitor=False, average=False)
+    r = runmod.Runner(kappa_family(5, 10.0), method, opts, 4, None, {}, 1)
     state = jax.vmap(lambda _: r.kernel.init(np.zeros(5), np.eye(5)))(np.arange(1))
     r._compiled(state, 1, 3)
     assert r.traced
@@ -76,7 +77,7 @@ def test_monitors_share_one_set_of_common_normals():
 def test_whitened_monitor_uses_the_parents_compiled_potential():
     """F_hat of a whitened target (V(shift + W z)) from the parent's compiled V at shift + W m,
     W S equals F_hat on the whitened potential itself."""
-    from inertia.mcmc.warmup import whiten
+    from inertia.targets.whiten import whiten
 
     rng = np.random.default_rng(1)
     t = small_logistic(n=40, p=3)

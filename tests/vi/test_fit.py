@@ -119,15 +119,16 @@ def test_rebuild_after_bounds_reestimate_passes_the_wider_set_only_to_projected_
     """After a curvature re-estimate the runner rebuilds its kernel with the union of the old and
     new bounds as feasible set; methods without a feasible set (NGVI, BaM) must rebuild without
     it (they raised "unknown options ['set_bounds']" on stochastic volatility)."""
-    from inertia.vi.fit import _Options, _Runner
+    from inertia.vi.options import FitOptions
+    from inertia.vi.runner import Runner
 
     t = kappa_family(4, 10.0)
-    opts = _Options(restart=False, recover=False, widen=False, monitor=False, tol=None,
-                    average=False, window=5)
-    runner = _Runner(t, method, METHODS[method].accelerable, 8, None, None, opts, {}, 1)
+    opts = FitOptions(accelerated=METHODS[method].accelerable, restart=False, recover=False,
+                      widen=False, monitor=False, average=False, window=5)
+    runner = Runner(t, method, opts, 8, None, {}, 1)
     runner.target = t.replace(alpha=t.alpha / 10.0, beta=t.beta * 10.0)
     runner.set_bounds = (t.alpha / 10.0, t.beta)  # union with the re-estimated bounds differs
-    runner._build()
+    runner.build()
     state = runner.kernel.init(jnp.zeros(4), jnp.eye(4))
     state, _ = runner.kernel.step(state, jax.random.PRNGKey(0))
     assert np.all(np.isfinite(np.asarray(state.m)))

@@ -15,7 +15,7 @@ from inertia.vi import fit
 from inertia.vi.fit import make_kernel
 from inertia.vi.registry import METHODS
 
-fitmod = importlib.import_module("inertia.vi.fit")  # the module (inertia.vi.fit is the function)
+runmod = importlib.import_module("inertia.vi.runner")  # the driver loop that builds the blocks
 EPS32 = float(np.finfo(np.float32).eps)  # 1.19e-7
 
 
@@ -48,7 +48,7 @@ def test_every_method_steps_in_float32(name):
 
 def test_state_is_float32_inside_fit(monkeypatch):
     seen = []
-    block_fn = fitmod._block_fn
+    block_fn = runmod._block_fn
 
     def spy(kernel_at):
         def at(params):
@@ -63,7 +63,7 @@ def test_state_is_float32_inside_fit(monkeypatch):
 
         return block_fn(at)
 
-    monkeypatch.setattr(fitmod, "_block_fn", spy)
+    monkeypatch.setattr(runmod, "_block_fn", spy)
     res = fit(kappa_family(6, 10.0), "fd-prox", batch_size=4, num_steps=20, dtype="float32")
     assert seen and all(s == {"float32"} for s in seen)
     assert res.dtype == "float32" and res.to_dict()["dtype"] == "float32"

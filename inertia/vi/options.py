@@ -1,0 +1,107 @@
+"""`FitOptions`: the switches of `inertia.vi.fit` beyond its named arguments, and their defaults.
+
+Fields left at None are decided per run by `resolve`: on in automatic mode (no method, or curvature
+bounds missing), off in paper mode, where every algorithm is the paper's.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import numpy as np
+
+from .registry import Method
+
+
+@dataclasses.dataclass(frozen=True)
+class FitOptions:
+    """How `fit` runs and watches a method (None: decided by `resolve`).
+
+    Run: `accelerated` (None: the method's default), `s` (acceleration parameter; None: the step
+    rule's), `checkpoint_every` (None: ~100 checkpoints, or the stopping rule's spacing),
+    `evaluate` (exact gaps where the target has expectations), `keep_iterates` (history["mean"],
+    ["factor"]). Automatic mode: `restart` (adaptive momentum restart), `recover` (restart from the
+    last checkpoint at a quarter of the step after a divergence, at most `max_recoveries` times),
+    `widen` (widen the feasible set when the iterate sits on its boundary), `monitor` (the
+    common-random-number objective estimate on `monitor_draws` draws), `tol` (the stopping rule, in
+    nats over `window` checkpoints), `average` (average the iterates after the plateau), `extend`
+    (restart that average at half the step while F_hat still falls), `whiten` (run in coordinates
+    where the start is N(0, I)), `hessian_check` (compare HVP and gradient-only curvature at the
+    start for Hessian-based methods).
+    """
+
+    accelerated: Optional[bool] = None
+    s: Optional[float] = None
+    checkpoint_every: Optional[int] = None
+    evaluate: bool = True
+    keep_iterates: bool = False
+    restart: Optional[bool] = None
+    recover: Optional[bool] = None
+    widen: Optional[bool] = None
+    monitor: Optional[bool] = None
+    tol: Optional[float] = None
+    average: Optional[bool] = None
+    extend: Optional[bool] = None
+    window: int = 10
+    monitor_draws: int = 256
+    max_recoveries: int = 4
+    whiten: Optional[bool] = None
+    hessian_check: Optional[bool] = None
+
+    def __post_init__(self):
+        every = self.checkpoint_every
+        if every is not None and (not isinstance(every, (int, np.integer)) or every < 1):
+            raise ValueError(f"checkpoint_every must be a positive integer, got {every!r}")
+
+    def replace(self, **changes) -> "FitOptions":
+        return dataclasses.replace(self, **changes)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(FitOptions))
+
+
+def method_options(method: Method) -> tuple:
+    """Names of the keyword options `method`'s kernel builder takes (`Method.options`, plus
+    `set_bounds` for methods with a feasible set)."""
+    return tuple(method.options) + (("set_bounds",) if method.feasible else ())
+
+
+def split(options: Optional[FitOptions], keywords: dict, method: Method):
+    """(FitOptions with the keyword overrides applied, the method's own options); a keyword that
+    is neither raises a TypeError naming the valid ones."""
+    if options is None:
+        options = FitOptions()
+    elif not isinstance(options, FitOptions):
+        raise TypeError(f"options must be a FitOptions, got {type(options).__name__}")
+    takes = method_options(method)
+    unknown = sorted(k for k in keywords if k not in FIELDS and k not in takes)
+    if unknown:
+        own = ", ".join(takes) if takes else "none"
+        raise TypeError(f"fit() got unknown option(s) {unknown}; FitOptions fields: "
+                        f"{', '.join(FIELDS)}; options of method {method.name!r}: {own}")
+    overrides = {k: v for k, v in keywords.items() if k in FIELDS}
+    rest = {k: v for k, v in keywords.items() if k not in FIELDS}
+    return (options.replace(**overrides) if overrides else options), rest
+
+
+def resolve(options: FitOptions, target, method: Method, auto: bool) -> FitOptions:
+    """The automatic switches of `options` decided for this run (`auto`: automatic mode);
+    `accelerated`, `s`, `checkpoint_every` and `hessian_check` stay None until the run knows them."""
+    o = options
+    acc = method.accelerable if o.accelerated is None else o.accelerated
+    tol = (1e-4 if auto else None) if o.tol is None else float(o.tol)
+    monitor = bool(o.evaluate and (auto or tol is not None or target.expectations is None)
+                   ) if o.monitor is None else bool(o.monitor)
+    if tol is not None and not monitor:
+        raise ValueError("the stopping rule (tol=) needs the objective monitor (monitor=True)")
+    average = (tol is not None) if o.average is None else bool(o.average)
+    return o.replace(
+        restart=bool(auto and acc) if o.restart is None else bool(o.restart),
+        recover=auto if o.recover is None else bool(o.recover),
+        widen=auto if o.widen is None else bool(o.widen),
+        monitor=monitor, tol=tol, average=average, window=int(o.window),
+        whiten=bool(auto and target.expectations is None) if o.whiten is None else bool(o.whiten),
+        extend=bool(average) if o.extend is None else bool(o.extend))
+
+
+__all__ = ["FitOptions", "FIELDS", "method_options", "split", "resolve"]

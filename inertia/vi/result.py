@@ -1,0 +1,193 @@
+"""`FitResult`: the outcome of `inertia.vi.fit` (final Gaussian, checkpoint history, verdict)."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from typing import Callable, Optional
+
+import numpy as np
+
+from .._random import host_normal
+from .verdict import headline
+
+
+@dataclasses.dataclass
+class FitResult:
+    """Outcome of `fit`. With several seeds, arrays carry a leading seed axis.
+
+    `history` holds numpy arrays over checkpoints: step, gap, objective, grad_evals, hvp_evals,
+    seconds (gap/objective have a seed axis when several seeds ran; NaN where unavailable).
+    """
+
+    method: str
+    accelerated: bool
+    batch_size: int
+    num_steps: int
+    dim: int
+    seeds: list
+    mean: np.ndarray
+    cov: np.ndarray
+    factor: np.ndarray
+    coords: str
+    history: dict
+    step_rule: dict
+    f_star: Optional[float]
+    cost_per_update: tuple
+    compile_seconds: float
+    diverged: Optional[dict] = None
+    target_name: str = ""
+    curvature: Optional[dict] = None  # how estimated bounds were found (targets.curvature)
+    bounds: Optional[dict] = None  # alpha, beta used; whether estimated; feasible-set bounds
+    events: list = dataclasses.field(default_factory=list)  # recoveries, widenings
+    stopped: Optional[dict] = None  # the stopping rule's verdict, when it ended the run
+    averaged: Optional[dict] = None  # tail averaging of the last checkpoints
+    restarts: int = 0  # momentum restarts (adaptive restart)
+    names: Optional[list] = None  # parameter names of the flat coordinates
+    constrain: Optional[Callable] = dataclasses.field(default=None, repr=False)
+    dtype: str = "float64"  # the float type the updates ran in (history and results: float64)
+    model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
+
+    @property
+    def final_gap(self):
+        g = self.history["gap"]
+        if g is None or len(g) == 0:
+            return None
+        last = np.asarray(g[-1])
+        return float(np.mean(last)) if np.all(np.isfinite(last)) else None
+
+    @property
+    def final_objective(self):
+        """Seed-mean objective estimate F_hat at the last checkpoint (None without the monitor)."""
+        f = self.history.get("objective_estimate")
+        if f is None or len(f) == 0:
+            return None
+        last = np.asarray(f[-1])
+        return float(np.mean(last)) if np.all(np.isfinite(last)) else None
+
+    @property
+    def converged(self) -> Optional[bool]:
+        """The verdict of `stopped` (always set by `fit`; False after a divergence)."""
+        from ..results.build import fit_verdict
+
+        return fit_verdict(self)["converged"]
+
+    @property
+    def multi_seed(self) -> bool:
+        return len(self.seeds) > 1
+
+    def sample(self, key, num: int) -> np.ndarray:
+        """Draws from the fitted Gaussian(s): (num, d), or (seed, num, d) for several seeds."""
+        mean, factor = np.asarray(self.mean), np.asarray(self.factor)
+        if mean.ndim == 1:
+            xi = np.asarray(host_normal(key, (num, self.dim), mean.dtype))
+            return mean + xi @ factor.T
+        xi = np.asarray(host_normal(key, (mean.shape[0], num, self.dim), mean.dtype))
+        return mean[:, None, :] + np.einsum("snj,sij->sni", xi, factor)
+
+    def to_dict(self) -> dict:
+        """JSON-ready summary (the `inertia fit --json` contract)."""
+        h = self.history
+        rows = []
+        est = h.get("objective_estimate")
+        for i, step in enumerate(h["step"]):
+            gap = np.asarray(h["gap"][i]) if h["gap"] is not None else None
+            objective = np.asarray(h["objective"][i]) if h["objective"] is not None else None
+            extra = {} if est is None else {
+                "objective_estimate": _num(np.mean(est[i])),
+                "objective_stderr": _num(np.mean(h["objective_stderr"][i]))}
+            rows.append({**extra,
+                "step": int(step),
+                "gap": _num(np.mean(gap)) if gap is not None else None,
+                "objective": _num(np.mean(objective)) if objective is not None else None,
+                "grad_evals": int(h["grad_evals"][i]),
+                "hvp_evals": int(h["hvp_evals"][i]),
+                "seconds": float(h["seconds"][i]),
+                **({"gap_per_seed": [_num(v) for v in gap]} if self.multi_seed and gap is not None
+                   else {}),
+            })
+        return {
+            "method": self.method, "accelerated": self.accelerated, "batch_size": self.batch_size,
+            "num_steps": self.num_steps, "dim": self.dim, "seeds": self.seeds,
+            "target": self.target_name, "coords": self.coords,
+            "mean": np.asarray(self.mean).tolist(), "cov": np.asarray(self.cov).tolist(),
+            "checkpoints": rows, "final_gap": self.final_gap, "f_star": self.f_star,
+            "step_size": self.step_rule["eta"], "momentum": self.step_rule["rho"],
+            "cost_per_update": {"grad_evals": self.cost_per_update[0],
+                                "hvp_evals": self.cost_per_update[1]},
+            "compile_seconds": self.compile_seconds, "diverged": self.diverged,
+            "names": self.names or [f"x[{i}]" for i in range(self.dim)],
+            "final_objective": self.final_objective, "bounds": self.bounds,
+            "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
+            "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
+            "converged": self.converged, "verdict": headline(self.stopped) or "converged",
+        }
+
+    def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
+        """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
+        models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`)."""
+        from ..results.build import fit_summary
+
+        line = headline(self.stopped)
+        if line is not None:
+            warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
+                          RuntimeWarning, stacklevel=2)
+        return fit_summary(self, num_draws, seed)
+
+    def table(self, **kw) -> str:
+        """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
+        run did not converge."""
+        from ..posterior import format_table
+
+        line = headline(self.stopped)
+        with warnings.catch_warnings():  # said in the table itself
+            warnings.simplefilter("ignore", RuntimeWarning)
+            text = format_table(self.summary(**kw))
+        return text if line is None else f"{line}\n{text}"
+
+    def to_arviz(self, num_draws: int = 4000, seed: int = 0, log_likelihood: bool = True):
+        """InferenceData of `num_draws` draws of q per seed (chain = seed) pushed through the
+        constraints, by site (NumPyro models) or parameter name; log_likelihood and observed_data
+        for NumPyro models; q's mean and cov in the attributes (`inertia.results.build`)."""
+        from ..results.build import fit_to_arviz
+
+        return fit_to_arviz(self, num_draws, seed, log_likelihood=log_likelihood)
+
+    def save(self, path, **kw):
+        """Write the InferenceData, settings and verdict as netCDF (`inertia.load` reads it)."""
+        from ..results.store import save
+
+        return save(self, path, **kw)
+
+    def predictive(self, rng_key, *model_args, **kwargs) -> dict:
+        """Posterior predictive draws by site at q's draws (NumPyro's Predictive)."""
+        from ..results.predictive import predictive
+
+        return predictive(self, rng_key, *model_args, **kwargs)
+
+    def __repr__(self) -> str:
+        from ..results.api import fit_repr
+
+        return fit_repr(self)
+
+
+def _num(v):
+    v = float(v)
+    return v if math.isfinite(v) else None
+
+
+def hitting_step(result: FitResult, threshold: float, *, relative: bool = False):
+    """First checkpoint step where the seed-mean gap is <= threshold (x initial gap if relative).
+
+    Returns None when the run never gets there (right-censored).
+    """
+    g = result.history["gap"]
+    if g is None:
+        raise ValueError("this fit has no gap history")
+    mean = np.asarray(g, dtype=float).reshape(len(result.history["step"]), -1).mean(axis=1)
+    level = threshold * mean[0] if relative else threshold
+    hit = np.nonzero(mean <= level)[0]
+    return int(result.history["step"][hit[0]]) if hit.size else None
+
+
+__all__ = ["FitResult", "hitting_step"]

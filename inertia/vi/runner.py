@@ -1,0 +1,327 @@
+"""The driver loop of `fit`: compiled blocks of scanned updates between checkpoints, and the
+policies that act between blocks (recovery, feasible-set and bound watches, stopping, averaging).
+
+The kernel is built here (and rebuilt with a smaller step or a wider feasible set); each block shape
+compiles once, the step parameters (eta, s) being arguments of the compiled block.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+from typing import Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..parallel import shard_leading
+from . import verdict as verdicts
+from .auto import DEFAULT_METHOD
+from .averaging import Averaging
+from .build import make_kernel
+from .monitor import StoppingRule
+from .recorder import _Recorder
+from .recovery import Recovery, diverged, failure
+from .registry import get_method
+from .restart import with_restart
+from .widen import Reestimation, Widening
+
+DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
+MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
+
+
+def _schedule(num_steps, every):
+    """Blocks (start, chunks, chunk length) covering num_steps with checkpoints every `every`."""
+    nfull, rem = divmod(num_steps, every)
+    per = max(1, -(-nfull // MAX_BLOCKS))
+    out = [(i * every, min(per, nfull - i), every) for i in range(0, nfull, per)]
+    if rem:
+        out.append((nfull * every, 1, rem))
+    return out
+
+
+def _block_fn(kernel_at):
+    """jit(vmap over seeds) of a block: scan over chunks of scanned steps, snapshots per chunk.
+
+    `kernel_at(params)` builds the kernel inside the trace from the step parameters (eta, s), an
+    unbatched argument: a new step size (averaging, recovery) reuses the compiled block."""
+    def block(state, block_keys, params):  # block_keys: (chunks, chunk length, 2) for one seed
+        kernel = kernel_at(params)
+
+        def body(st, k):
+            st, info = kernel.step(st, k)
+            size = jnp.maximum(jnp.max(jnp.abs(st.m)), jnp.max(jnp.abs(st.A)))
+            return st, (info.finite & (size < DIVERGENCE_LIMIT), jnp.asarray(info.restarted))
+
+        def outer(st, ck):
+            st, (ok, restarted) = jax.lax.scan(body, st, ck)
+            return st, (st.m, st.A, ok, jnp.sum(restarted))
+
+        return jax.lax.scan(outer, state, block_keys)
+
+    return jax.jit(jax.vmap(block, in_axes=(0, 0, None)))
+
+
+# what a kernel builder may raise when the step size it is given is a tracer (a Python-level use of
+# the number): such methods compile the step size in as a constant instead
+_CONCRETE_ONLY = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
+                  jax.errors.TracerIntegerConversionError)
+
+
+def step_keys(seeds, num_steps, attempt):
+    """One key per update and seed, (seeds, steps, 2); a recovery's `attempt` folds in."""
+    return jax.vmap(lambda sd: jax.random.split(
+        jax.random.fold_in(jax.random.PRNGKey(sd), attempt) if attempt else jax.random.PRNGKey(sd),
+        max(num_steps, 1)))(jnp.asarray(seeds))
+
+
+@dataclasses.dataclass
+class Loop:
+    """What the driver loop carries from block to block."""
+
+    rec: _Recorder
+    state: object
+    seeds: list
+    num_steps: int
+    every: int
+    keys: object
+    queue: list  # blocks (start, chunks, chunk length) still to run
+    rule: Optional[StoppingRule]
+    restarts: int = 0  # momentum restarts so far
+    elapsed: float = 0.0
+    diverged: Optional[dict] = None
+    stopped: Optional[dict] = None
+
+    def checkpoints(self, start, until):
+        """Blocks of one checkpoint each from update `start` to `until`."""
+        return [(i, 1, min(self.every, until - i)) for i in range(start, until, self.every)]
+
+    def restart(self, kernel):
+        """The state at the last checkpoint for `kernel`, momentum reset."""
+        self.state = self.rec.restart_state(kernel)
+
+    def rekey(self, attempt):
+        self.keys = step_keys(self.seeds, self.num_steps, attempt)
+
+
+class Runner:
+    """Builds the kernel (rebuilt with a smaller step on divergence, a wider set on the boundary),
+    compiles each block shape once, and drives blocks with checkpoints, monitor and stopping."""
+
+    def __init__(self, target, method, opts, batch_size, step_size, options, num_seeds,
+                 dtype="float64"):
+        self.dtype = dtype
+        self.target, self.opts, self.options = target, opts, dict(options)
+        self.batch_size, self.num_seeds = int(batch_size), num_seeds
+        self.method, self.accelerated, self.step_size, self.s = (method, opts.accelerated,
+                                                                 step_size, opts.s)
+        self.set_bounds = (target.alpha, target.beta)
+        self.eta_scale = 1.0
+        self.compile_seconds = 0.0
+        self.events = []
+        self.traced = True  # step parameters as arguments of the compiled block (see _compiled)
+        self.objective_offset = 0.0  # F_hat of the target = F_hat of the run + this (whitening)
+        self.build()
+
+    def build(self):
+        """The kernel for the current target, feasible set and step scale (and its block)."""
+        opts = dict(self.options)
+        if (get_method(self.method).feasible
+                and self.set_bounds != (self.target.alpha, self.target.beta)):
+            opts["set_bounds"] = self.set_bounds  # only methods with a feasible set take it
+        step = None
+        s = self.s
+        if self.eta_scale != 1.0:
+            _, _, _, _, rule = make_kernel(self.target, self.method, accelerated=self.accelerated,
+                                           batch_size=self.batch_size, step_size=self.step_size,
+                                           s=self.s, **self.options)
+            step = rule.eta * self.eta_scale
+            s = rule.s / math.sqrt(self.eta_scale) if rule.s else None
+        elif self.step_size is not None:
+            step = self.step_size
+        target = self.target.astype(self.dtype)
+        kernel, self.m_spec, self.est, self.accelerated, self.rule = make_kernel(
+            target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
+            step_size=step, s=s, **opts)
+        self.kernel = self._wrap(kernel)
+        self.params = jnp.asarray([self.rule.eta, self.rule.s or 0.0], dtype=self.dtype)
+        structure = (target, opts.get("set_bounds"), self.rule.s is None)  # new bounds: new target
+        if self.traced and structure == getattr(self, "_structure", None):
+            return  # only eta and s changed: the compiled blocks take them as arguments
+        self._structure = structure
+        if self.traced:
+            m, est, acc, b, has_s = (self.m_spec, self.est, self.accelerated, self.batch_size,
+                                     self.rule.s is not None)
+            self.run_block = _block_fn(lambda p: self._wrap(m.build(
+                target, est, acc, b, p[0], p[1] if has_s else None, opts)))
+        else:
+            self.run_block = _block_fn(lambda p, k=self.kernel: k)
+        self.compiled = {}
+
+    def rescale(self, factor: float):
+        """Divide the step by `factor` (s by its square root) and rebuild."""
+        self.eta_scale /= factor
+        self.build()
+
+    def _wrap(self, kernel):
+        """The built kernel with float64 starts cast to the run's dtype and momentum restart."""
+        if self.dtype != "float64":  # starts and restarts arrive in float64
+            init, dt = kernel.init, jnp.dtype(self.dtype)
+            kernel = kernel._replace(init=lambda m, A: init(m.astype(dt), A.astype(dt)))
+        if self.opts.restart and self.accelerated and kernel.lookahead is not None:
+            kernel = with_restart(kernel)
+        return kernel
+
+    def checkpoint_every(self, num_steps):
+        """`checkpoint_every`, or ~100 checkpoints, or (stopping rule) `auto_every`'s spacing."""
+        o = self.opts
+        if o.checkpoint_every:
+            return int(o.checkpoint_every)
+        if o.tol is None:
+            return int(max(1, num_steps // 100 or 1))
+        return int(min(self.auto_every(o.window, o.monitor_draws), max(1, num_steps // 100)))
+
+    def auto_every(self, window, monitor_draws=None):
+        """Checkpoint spacing for the stopping rule: a window spans ~4 s updates (s: the
+        acceleration parameter; 1 / (eta alpha) for plain methods; 1 / eta for natural-gradient
+        ones), the scale of one contraction; natural-gradient runs check at most every
+        monitor_draws / b updates (the monitor's potential calls at most the updates' gradients)."""
+        if self.m_spec.natural:
+            s = 1.0 / self.rule.eta
+            floor = math.ceil(monitor_draws / self.batch_size) if monitor_draws else 1
+            return int(min(max(floor, round(4.0 * s / window)), 1000))
+        s = self.rule.s if (self.accelerated and self.rule.s) else 1.0 / (
+            self.rule.eta * self.target.alpha)
+        return int(min(max(1, round(4.0 * s / window)), 1000))
+
+    def _compiled(self, state, n, length):
+        if (n, length) not in self.compiled:
+            t0 = time.perf_counter()
+            dummy = jnp.zeros((self.num_seeds, n, length, 2), dtype=jnp.uint32)
+            try:
+                lowered = self.run_block.lower(state, dummy, self.params)
+            except _CONCRETE_ONLY:  # the method's builder needs concrete numbers
+                self.traced = False
+                self._structure = None
+                self.build()
+                lowered = self.run_block.lower(state, dummy, self.params)
+            self.compiled[(n, length)] = lowered.compile()
+            self.compile_seconds += time.perf_counter() - t0
+        return self.compiled[(n, length)]
+
+    def run(self, m0, A0, seeds, num_steps, every, progress=None, curvature=None):
+        """Run to num_steps, a stop or a divergence; the FitResult (in the run's coordinates)."""
+        loop = self._start(m0, A0, seeds, num_steps, every)
+        opts = self.opts
+        recover = Recovery(opts.recover, opts.max_recoveries)
+        averaging = Averaging(opts.average, opts.extend)
+        watches = (Widening(opts.widen), Reestimation(curvature))
+        while True:
+            if not loop.queue:
+                if averaging.extend(self, loop):
+                    continue
+                break
+            fail, fresh = self._advance(loop)
+            if fail is not None:
+                if recover(self, loop, fail):
+                    continue
+                loop.diverged = diverged(self, loop, fail)
+                break
+            for watch in watches:
+                watch(self, loop)
+            if progress:
+                _progress(progress, loop.rec, self.objective_offset)
+            plateau = self._plateau(loop, fresh)
+            if plateau is not None:
+                if averaging.start(self, loop, plateau):
+                    continue
+                loop.stopped = {"reason": "objective converged", "converged": True, **plateau}
+                break
+        averaging.finish(self, loop)
+        self._judge(loop)
+        return loop.rec.result(self, seeds, loop.diverged, loop.stopped, loop.restarts, curvature)
+
+    def _start(self, m0, A0, seeds, num_steps, every) -> Loop:
+        """The initial state per seed, the recorder with the start's checkpoint, the queue."""
+        opts, kernel = self.opts, self.kernel
+        state = jax.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(jnp.arange(len(seeds)))
+        state = shard_leading(state)
+        rec = _Recorder(self.target, kernel, opts.evaluate, opts.monitor, opts.monitor_draws,
+                        seeds[0])
+        rec.keep_iterates = bool(opts.keep_iterates)
+        rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
+        rec.add(0, 0.0, np.asarray(state.m, np.float64)[None],
+                np.asarray(state.A, np.float64)[None])
+        loop = Loop(rec, state, seeds, num_steps, every, step_keys(seeds, num_steps, 0), [], rule)
+        loop.queue = _schedule(num_steps, every) if rule is None else loop.checkpoints(0, num_steps)
+        return loop
+
+    def _advance(self, loop):
+        """Run the next block and record its checkpoints: (Failure or None, new checkpoints)."""
+        start, n, length = loop.queue.pop(0)
+        fn = self._compiled(loop.state, n, length)
+        t = time.perf_counter()
+        keys = loop.keys[:, start:start + n * length].reshape(len(loop.seeds), n, length, -1)
+        new_state, (bm, bA, ok, nr) = fn(loop.state, keys, self.params)
+        ok = np.asarray(jax.block_until_ready(ok))
+        dt = time.perf_counter() - t
+        loop.restarts += int(np.asarray(nr).sum())
+        chunk_ok = ok.all(axis=(0, 2))
+        good = n if chunk_ok.all() else int(np.argmin(chunk_ok))
+        bm = np.swapaxes(np.asarray(bm, np.float64)[:, :good], 0, 1)
+        bA = np.swapaxes(np.asarray(bA, np.float64)[:, :good], 0, 1)
+        steps = [start + (c + 1) * length for c in range(good)]
+        secs = [loop.elapsed + dt * (c + 1) / n for c in range(good)]
+        bad_draws = loop.rec.add_block(steps, secs, bm, bA)
+        loop.elapsed += dt
+        if bad_draws is not None:  # V non-finite on draws of q at checkpoint index bad_draws
+            good = bad_draws
+        loop.state = new_state
+        if good >= n:
+            return None, good
+        return failure(loop.rec, start + good * length + 1, bad_draws, ok, good, loop.seeds), good
+
+    def _plateau(self, loop, fresh) -> Optional[dict]:
+        """The stopping rule fed the `fresh` checkpoints: its verdict when it fires, else None."""
+        rule, rec = loop.rule, loop.rec
+        if rule is None or not any(rule.update(rec.seed_mean_draws(i)) for i in range(-fresh, 0)):
+            return None
+        return {"step": rec.steps[-1], "decrease": rule.decrease, "stderr": rule.stderr,
+                "window_checkpoints": self.opts.window}
+
+    def _judge(self, loop):
+        """The run's verdict (`stopped`) where the stopping rule did not give one (`verdict`)."""
+        rec, rule, opts = loop.rec, loop.rule, self.opts
+        if loop.diverged is not None:
+            loop.stopped = verdicts.diverged_verdict(loop.diverged, rec.steps[-1])
+        elif loop.stopped is None and rule is None:  # no stopping rule: judged from the trace
+            loop.stopped = verdicts.trace_verdict(rec, opts.window)
+        if loop.diverged is None and not opts.widen:  # given bounds: is the projection binding?
+            wrong = verdicts.boundary_verdict(self.m_spec.feasible, rec.last_A, self.set_bounds,
+                                             rec.steps[-1], self.m_spec.name)
+            if wrong is not None:
+                self.events.append({"event": "bounds look wrong", "step": rec.steps[-1],
+                                    "reason": wrong["reason"]})
+                loop.stopped = wrong
+        if loop.stopped is None and loop.diverged is None and rule is not None:
+            loop.stopped = verdicts.budget_verdict(rec, rule, loop.num_steps)
+            if not loop.stopped["converged"]:
+                hint = ("; on a target that is not log-concave, method='ngvi-reparam' may "
+                        "converge where stl-proj does not (docs/vi.md)"
+                        if self.method == DEFAULT_METHOD else "")
+                warnings.warn(f"{self.m_spec.name}: {loop.stopped['reason']} (step "
+                              f"{loop.stopped['step']}); raise num_steps{hint}", RuntimeWarning,
+                              stacklevel=4)
+
+
+def _progress(bar, rec, offset=0.0):
+    """The bar at the last checkpoint, with F_hat in the target's coordinates (offset: the
+    whitening's log-determinant, as `unwhiten` applies it)."""
+    f = rec.est_value[-1] if rec.est_value else None
+    bar.update(max(rec.steps[-1] - bar.done, 0),
+               F_hat=None if f is None else float(np.nanmean(f)) + offset)
+
+
+__all__ = ["Runner", "Loop", "step_keys", "DIVERGENCE_LIMIT", "MAX_BLOCKS"]
