@@ -26,7 +26,8 @@ import scipy.stats
 from ..targets.hard import (R_RULES, ball_gap_of_standard, halfspace_energy, halfspace_optimum,
                             hard_family, hard_pair, radius, symmetric_correction,
                             symmetric_objective, symmetric_optimum, project_ball)
-from ._runner import CellStore, cell_key, dump_json, markdown_table, run_cells, write_text
+from ._runner import (CellStore, cell_key, dump_json, markdown_table, run_cells, save_plot,
+                      write_text)
 
 FULL = dict(
     kappas=[1e2, 10**2.5, 1e3, 10**3.5, 1e4, 10**4.5, 1e5], prob_samples=2**22,
@@ -448,9 +449,7 @@ def _plots(res, out):
     ax.set_xlabel("kappa")
     ax.set_ylabel("P(query in hidden region)")
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(out / "hit_probability.png", dpi=120)
-    plt.close(fig)
+    save_plot(fig, out / "hit_probability.png", dpi=120)
 
     runs = res["transcripts"]
     kappas = sorted({c["kappa"] for c in runs})
@@ -473,9 +472,7 @@ def _plots(res, out):
         axes[1, j].set_xlabel("update")
         axes[1, j].set_ylabel("P(iterate draw in hidden region); lines: 1st hit", fontsize=6)
     axes[0, 0].legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(out / "transcripts.png", dpi=120)
-    plt.close(fig)
+    save_plot(fig, out / "transcripts.png", dpi=120)
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for r, mk in zip(R_RULES, "os"):
@@ -490,9 +487,7 @@ def _plots(res, out):
     ax.set_xlabel("kappa")
     ax.set_ylabel("F(N(0,I)) - F* on V_v")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "initial_gap.png", dpi=120)
-    plt.close(fig)
+    save_plot(fig, out / "initial_gap.png", dpi=120)
 
 
 def run_asymptotic(out, quick: bool = False, **options) -> dict:
