@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ...targets.hard import R_RULES
 from .experiment import EXPERIMENTS, FULL, QUICK, run, run_asymptotic
-from .probability import (CHUNK, exact_standard_probability, exact_worst_probability,
+from .probability import (CHUNK, _cp, exact_standard_probability, exact_worst_probability,
                           probability_cell, reference_cell)
 from .transcripts import (DEFAULT_RULE, SAMPLE_POINTS, lockstep, objective_v, switch_target,
                           transcript_cell)
@@ -26,4 +26,4 @@ from .transcripts import (DEFAULT_RULE, SAMPLE_POINTS, lockstep, objective_v, sw
 __all__ = ["EXPERIMENTS", "FULL", "QUICK", "R_RULES", "CHUNK", "DEFAULT_RULE", "SAMPLE_POINTS",
            "exact_standard_probability", "exact_worst_probability", "probability_cell",
            "reference_cell", "switch_target", "lockstep", "objective_v", "transcript_cell", "run",
-           "run_asymptotic"]
+           "run_asymptotic", "_cp"]

@@ -145,3 +145,14 @@ def model_mode(model):
     from inertia.sgmcmc.offline import fit_map
 
     return np.asarray(fit_map(model).theta)
+
+
+def _linear_columns(model, curv, methods, B, cfg, seed, theta_star, **run_options):
+    """A linear-regression cell: the tuned SGD runs, the exact Gaussian columns, NUTS where
+    cfg["nuts_draws"] asks for it, and the gradient norm at theta_hat."""
+    res = _tuned_runs(model, curv, methods, B, cfg["epochs"], seed, theta_star, **run_options)
+    res.update(_gaussian_refs(curv, theta_star))
+    if cfg.get("nuts_draws"):
+        res["nuts"] = _nuts_reference(model, seed, cfg["nuts_draws"], curv.target_cov, theta_star)
+    res["grad_norm"] = curv.grad_norm
+    return res

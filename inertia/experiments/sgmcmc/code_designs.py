@@ -11,7 +11,7 @@ import numpy as np
 from .._runner import cell_key, start
 from ._data import _boston, sim_linear_code, sim_poisson_code
 from ._report import _batch_grid, _table_run, _with_reps
-from ._runs import _gaussian_refs, _nuts_reference, _tuned_runs
+from ._runs import _gaussian_refs, _linear_columns, _tuned_runs
 from .tables import PAPER_T2, PAPER_T3, PAPER_T4
 
 LINEAR_CODE_FULL = dict(D=20, N=5000, runs=30, epochs=30, Bs=(16, 500), burn=0.5, nuts_draws=1000)
@@ -45,13 +45,8 @@ def _linear_code_cell(seed, loss, B, cfg):
         model = linear_regression(X, y, loss=loss, beta_div=1.5, sigma=1.0)
         _CODE_CACHE[key] = (X, y, theta, model, offline(model))
     X, y, theta, model, curv = _CODE_CACHE[key]
-    res = _tuned_runs(model, curv, LINEAR_RULES, B, cfg["epochs"], seed, theta,
-                      burn_frac=cfg["burn"], start=theta)
-    res.update(_gaussian_refs(curv, theta))
-    if cfg.get("nuts_draws"):
-        res["nuts"] = _nuts_reference(model, seed, cfg["nuts_draws"], curv.target_cov, theta)
-    res["grad_norm"] = curv.grad_norm
-    return res
+    return _linear_columns(model, curv, LINEAR_RULES, B, cfg, seed, theta, burn_frac=cfg["burn"],
+                           start=theta)
 
 
 def run_linear_code(out, quick=False, reps=None, **_):

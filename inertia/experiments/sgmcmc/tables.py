@@ -7,7 +7,7 @@ import math
 from .._runner import cell_key, start
 from ._data import _boston, _german, sim_linear, sim_poisson
 from ._report import _batch_grid, _table_run, _with_reps
-from ._runs import _gaussian_refs, _nuts_reference, _tuned_runs
+from ._runs import _gaussian_refs, _linear_columns, _tuned_runs
 
 LINEAR_FULL = dict(D=50, N=5000, runs=30, epochs=100, nuts_draws=1000)
 LINEAR_QUICK = dict(D=5, N=400, runs=2, epochs=10, nuts_draws=0)  # NUTS: its own test
@@ -25,13 +25,7 @@ def _linear_cell(seed, loss, B, cfg):
 
     X, y, theta = sim_linear(seed, cfg["D"], cfg["N"])
     model = linear_regression(X, y, loss=loss, beta_div=1.5)
-    curv = offline(model)
-    res = _tuned_runs(model, curv, ("ct", "lr-ws", "dq-exact"), B, cfg["epochs"], seed, theta)
-    res.update(_gaussian_refs(curv, theta))
-    if cfg.get("nuts_draws"):
-        res["nuts"] = _nuts_reference(model, seed, cfg["nuts_draws"], curv.target_cov, theta)
-    res["grad_norm"] = curv.grad_norm
-    return res
+    return _linear_columns(model, offline(model), ("ct", "lr-ws", "dq-exact"), B, cfg, seed, theta)
 
 
 def run_linear(out, quick=False, reps=None, **_):
