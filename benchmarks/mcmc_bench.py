@@ -1,4 +1,4 @@
-"""HFHR benchmarks (issue 5), ratios measured in one run:
+"""HFHR benchmarks, ratios measured in one run:
 
 1. gradient evaluations to reach W2 <= 0.1 W2_0 (exact law) on the d = 100, kappa = 100 Gaussian, HFHR vs
    KLMC, each tuned on a grid (target: HFHR <= 0.7 x KLMC);

@@ -33,8 +33,6 @@ extensions = [
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 exclude_patterns = [
     "_build",
-    # superseded: docs/benchmarks/speed.md and docs/reference/ replace them
-    "api.md",
     "Thumbs.db",
     ".DS_Store",
 ]

@@ -2,7 +2,8 @@
 
 Each module in this package may define ``EXPERIMENTS = {"name": run}`` with
 ``run(out: pathlib.Path, quick: bool, **options) -> dict``; the registry below discovers them,
-so adding an experiment is one new file.
+so adding an experiment is one new file. A subpackage (``sgmcmc``, ``vi_experiments``, ``hfhr``:
+one module per paper section) merges its modules' ``EXPERIMENTS`` in its ``__init__``.
 """
 from __future__ import annotations
 

@@ -196,6 +196,21 @@ def write_text(path, text: str) -> Path:
     return write_text_atomic(path, text)
 
 
+def start(out) -> tuple[Path, float, CellStore]:
+    """An experiment's output folder (as a Path), its start time and its cell store (out/cells)."""
+    out = Path(out)
+    return out, time.perf_counter(), CellStore(out / "cells")
+
+
+def save_plot(fig, path, dpi: int = 110, **layout) -> None:
+    """Lay out (`fig.tight_layout(**layout)`), write and close a matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout(**layout)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def finish(out, name: str, store: CellStore, summary: dict, table: str, t0: float) -> dict:
     """Write an experiment's results.json and results.md (with cell and time counts)."""
     summary.update(experiment=name, cells_computed=store.computed, cells_reused=store.reused,

@@ -14,13 +14,11 @@ lambda = 0.1: test loss of SGD iterates against the prediction of each theory, o
 from __future__ import annotations
 
 import math
-import time
-from pathlib import Path
 
 import numpy as np
 
 from ..plots import _plt
-from ._runner import CellStore, cell_key, markdown_table, run_cells
+from ._runner import cell_key, markdown_table, run_cells, save_plot, start
 from ._runner import finish as _finish
 
 THETA_SEED = 7  # theta* ~ N(0, I), fixed across settings
@@ -155,18 +153,15 @@ def _w2_plot(path, cfg, setups, rows):
     fig.text(0.01, 0.01, "x: mean gap (lower bound), dotted: its first-order prediction; "
              "dashed: Thm 4.5 with measured E||psi-theta_hat||^4",
              fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def run_w2_bound(out, quick=False, **_):
     """Fig. D.1: empirical W2 between SGD and the proxy against lambda / B, with the bound."""
     from inertia.sgmcmc.bounds import loglog_slope
 
-    out, t0 = Path(out), time.perf_counter()
     cfg = W2_QUICK if quick else W2_FULL
-    store = CellStore(out / "cells")
+    out, t0, store = start(out)
     base = dict(exp="w2", N=cfg["N"], D=cfg["D"], r=cfg["r"])
     setup_cells = [(cell_key(part="setup", setting=s, **base), lambda s=s: _w2_setup(s, cfg))
                    for s in cfg["settings"]]
@@ -317,16 +312,13 @@ def _tl_plot(path, cfg, wd, bs):
     ax.set_xlabel("batch size B")
     ax.set_title(f"λ = {cfg['lam']}, γ = 0", fontsize=9)
     ax.legend(fontsize=6)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_plot(fig, path)
 
 
 def run_test_loss(out, quick=False, **_):
     """Fig. E.3: ridge-regression test loss of SGD iterates vs each theory's prediction."""
-    out, t0 = Path(out), time.perf_counter()
     cfg = TL_QUICK if quick else TL_FULL
-    store = CellStore(out / "cells")
+    out, t0, store = start(out)
     pairs = [(B, d) for B in cfg["wd_batches"] for d in cfg["decays"]]
     pairs += [(B, 0.0) for B in cfg["batches"] if (B, 0.0) not in pairs]
     base = dict(exp="testloss", D=cfg["D"], N=cfg["N"], M=cfg["M"], lam=cfg["lam"],
