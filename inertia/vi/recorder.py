@@ -190,8 +190,8 @@ class _Recorder:
             history["grad_evals"] = history["grad_evals"] + curvature.grad_evals
             history["hvp_evals"] = history["hvp_evals"] + curvature.hvp_evals
         final_m, last_A = self.final
-        final_cov = np.asarray(self.to_cov(jnp.asarray(final_m)[None],
-                                           jnp.asarray(last_A)[None]))[0]
+        final_cov = np.asarray(self.to_cov(np.asarray(final_m)[None],
+                                           np.asarray(last_A)[None]))[0]
         coords = self.kernel.coords
         factor = last_A if coords != "cov" else np.linalg.cholesky(final_cov)
         if len(seeds) == 1:

@@ -7,6 +7,7 @@ compiles once, the step parameters (eta, s) being arguments of the compiled bloc
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 import warnings
@@ -71,10 +72,15 @@ _CONCRETE_ONLY = (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConv
 
 
 def step_keys(seeds, num_steps, attempt):
-    """One key per update and seed, (seeds, steps, 2); a recovery's `attempt` folds in."""
-    return jax.vmap(lambda sd: jax.random.split(
-        jax.random.fold_in(jax.random.PRNGKey(sd), attempt) if attempt else jax.random.PRNGKey(sd),
-        max(num_steps, 1)))(jnp.asarray(seeds))
+    """One key per update and seed, (seeds, steps, 2), on the host; a recovery's `attempt` folds in."""
+    return np.asarray(_step_keys(max(num_steps, 1), bool(attempt))(np.asarray(seeds), attempt))
+
+
+@functools.lru_cache(maxsize=8)
+def _step_keys(num_steps, fold):
+    return jax.jit(lambda seeds, attempt: jax.vmap(lambda sd: jax.random.split(
+        jax.random.fold_in(jax.random.PRNGKey(sd), attempt) if fold else jax.random.PRNGKey(sd),
+        num_steps))(seeds))
 
 
 @dataclasses.dataclass
@@ -146,7 +152,7 @@ class Runner:
             target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
             step_size=step, s=s, **opts)
         self.kernel = self._wrap(kernel)
-        self.params = jnp.asarray([self.rule.eta, self.rule.s or 0.0], dtype=self.dtype)
+        self.params = jnp.asarray(np.asarray([self.rule.eta, self.rule.s or 0.0], dtype=self.dtype))
         structure = (target, opts.get("set_bounds"), self.rule.s is None)  # new bounds: new target
         if self.traced and structure == getattr(self, "_structure", None):
             return  # only eta and s changed: the compiled blocks take them as arguments
@@ -199,7 +205,7 @@ class Runner:
     def _compiled(self, state, n, length):
         if (n, length) not in self.compiled:
             t0 = time.perf_counter()
-            dummy = jnp.zeros((self.num_seeds, n, length, 2), dtype=jnp.uint32)
+            dummy = jax.ShapeDtypeStruct((self.num_seeds, n, length, 2), jnp.uint32)
             try:
                 lowered = self.run_block.lower(state, dummy, self.params)
             except _CONCRETE_ONLY:  # the method's builder needs concrete numbers
@@ -246,7 +252,7 @@ class Runner:
     def _start(self, m0, A0, seeds, num_steps, every) -> Loop:
         """The initial state per seed, the recorder with the start's checkpoint, the queue."""
         opts, kernel = self.opts, self.kernel
-        state = jax.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(jnp.arange(len(seeds)))
+        state = jax.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(np.arange(len(seeds)))
         state = shard_leading(state)
         rec = _Recorder(self.target, kernel, opts.evaluate, opts.monitor, opts.monitor_draws,
                         seeds[0])
