@@ -16,6 +16,7 @@ import functools
 from threadpoolctl import threadpool_limits
 
 _BLAS_THREADS: int | None = 1
+_DEPTH = [0]  # entry points active (process-wide, as the BLAS limits are)
 
 
 def set_blas_threads(n: int | None) -> None:
@@ -29,15 +30,19 @@ def set_blas_threads(n: int | None) -> None:
 @contextlib.contextmanager
 def single_blas_thread():
     """Limit numpy's and scipy's (hence XLA CPU LAPACK's) BLAS pools for the duration."""
-    if _BLAS_THREADS is None:
+    if _BLAS_THREADS is None or _DEPTH[0]:  # nested entry points: the outer limit holds
         yield
         return
     # jaxlib loads scipy's OpenBLAS lazily at the first linalg lowering; threadpoolctl only sees
     # libraries already loaded, so load it first.
     import scipy.linalg.cython_lapack  # noqa: F401
 
-    with threadpool_limits(limits=_BLAS_THREADS, user_api="blas"):
-        yield
+    with threadpool_limits(limits=_BLAS_THREADS, user_api="blas"):  # ~0.08 s: lists the libraries
+        _DEPTH[0] += 1
+        try:
+            yield
+        finally:
+            _DEPTH[0] -= 1
 
 
 def blas_limited(fn):

@@ -217,6 +217,24 @@ def readapt(method, vg, state, key, params: Params, report: dict):
     return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG))), state
 
 
+@functools.lru_cache(maxsize=8)
+def _warmup_keys(num_chains: int, d: int, raises: int):
+    """key -> the warm-up's starting draws z0 (num_chains, d) and keys, in one program (eager
+    random calls are a compilation each): k0..k3 = split(key, 4); z0 ~ N(0, I) from k0; the chains'
+    start keys split(k1, chains) and, in the refined frame, split(fold_in(k1, 1), chains); stage 1
+    at k2; stage-2 runs at fold_in(k3, a), a = 0..raises."""
+
+    def keys(key):
+        k0, k1, k2, k3 = jax.random.split(key, 4)
+        return {"z0": jax.random.normal(k0, (num_chains, d), dtype=jnp.float64),
+                "start": jax.random.split(k1, num_chains),
+                "restart": jax.random.split(jax.random.fold_in(k1, 1), num_chains),
+                "stage1": k2,
+                "stage2": jnp.stack([jax.random.fold_in(k3, a) for a in range(raises + 1)])}
+
+    return jax.jit(keys)
+
+
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
                    target_accept=TARGET_ACCEPT):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
@@ -227,12 +245,12 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     fit = fit_gaussian(target, precondition, seed=seed)
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
     d = target.dim
-    k0, k1, k2, k3 = jax.random.split(key, 4)
-    z0 = np.asarray(jax.random.normal(k0, (num_chains, d), dtype=jnp.float64))
+    keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
+    z0, k2 = keys["z0"], keys["stage1"]
     if init is not None:
         x = np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d))
         z0 = np.linalg.solve(fit.factor, (x - fit.mean).T).T
-    state = _start(method, vg, z0, jax.random.split(k1, num_chains))
+    state = _start(method, vg, z0, keys["start"])
     h0 = min(1.0, 1.5 * d ** -0.25)
     log_h0 = jnp.log(jnp.float64(h0))
     state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
@@ -251,10 +269,10 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     wt = whiten(target, fit.mean, fit.factor)
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
     w_last = np.linalg.solve(C, (np.asarray(state.position) - mz).T).T
-    state = _start(method, vg, w_last, jax.random.split(jax.random.fold_in(k1, 1), num_chains))
+    state = _start(method, vg, w_last, keys["restart"])
     chain_grads = int(np.sum(np.asarray(ng1))) + 2 * num_chains
     # stage 2: dual averaging in the new frame at the stage-1 trajectory time
-    state, h2, stage, g, w2 = _stage2(method, vg, state, jax.random.fold_in(k3, 0), h1, 0.0, 0.0,
+    state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0,
                                       T0, target_accept, keep=True)
     chain_grads += g
     lam = 1.0 / denoised_eigenvalues(w2)
@@ -266,7 +284,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
         if stages[-1]["late_divergences"] == 0:
             break
         accept = raised(accept)
-        state, h, stage, g, _ = _stage2(method, vg, state, jax.random.fold_in(k3, attempt), h,
+        state, h, stage, g, _ = _stage2(method, vg, state, keys["stage2"][attempt], h,
                                         choice["gamma"], eps, T, accept)
         chain_grads += g
         stages.append(stage)
