@@ -8,7 +8,6 @@ thresholds of that paper) and no draw has a non-finite position, potential or gr
 from __future__ import annotations
 
 import dataclasses
-import functools
 import warnings
 from typing import Optional, Sequence
 
@@ -209,33 +208,17 @@ def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int
     return dg.table(max_rows) + "\n" + dg.verdict()
 
 
-@functools.lru_cache(maxsize=16)
-def _nonfinite_fn(potential):
-    import jax
-    import jax.numpy as jnp
+def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> int:
+    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (the target's
+    batched potential, `targets.base.potential_on_rows`)."""
+    from .targets.base import BATCH, potential_on_rows
 
-    return jax.jit(jax.vmap(lambda v: ~jnp.isfinite(potential(v))))
-
-
-def count_nonfinite_potential(potential, draws, batch: int = 4096) -> int:
-    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (one jit, batched)."""
     x = np.asarray(draws, dtype=np.float64)
     flat = x.reshape(-1, x.shape[-1])
-    ok_rows = np.all(np.isfinite(flat), axis=1)
-    flat = flat[ok_rows]
+    flat = flat[np.all(np.isfinite(flat), axis=1)]
     if flat.shape[0] == 0:
         return 0
-    f = _nonfinite_fn(potential)
-    n = 0
-    b = min(batch, flat.shape[0])
-    for i in range(0, flat.shape[0], b):
-        chunk = flat[i:i + b]
-        if chunk.shape[0] < b:  # pad to one compiled shape
-            chunk = np.concatenate([chunk, np.repeat(chunk[:1], b - chunk.shape[0], axis=0)])
-            n += int(np.sum(np.asarray(f(chunk))[:flat.shape[0] - i]))
-        else:
-            n += int(np.sum(np.asarray(f(chunk))))
-    return n
+    return int(np.sum(~np.isfinite(potential_on_rows(potential, flat, batch or BATCH))))
 
 
 __all__ = ["Diagnostics", "diagnose", "summary", "arviz_stats", "count_nonfinite_potential",

@@ -274,6 +274,31 @@ def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logd
 
 
 _JIT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_BATCHED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+BATCH = 128  # rows per call of `batched_potential`: one executable for every batched evaluation
+
+
+def batched_potential(potential):
+    """jit(vmap(V)) of one potential function, cached: the objective monitor's draws, the mode's
+    rays and the sampler's non-finite check share its compilation at BATCH rows."""
+    fn = _BATCHED.get(potential)
+    if fn is None:
+        fn = _BATCHED[potential] = jax.jit(jax.vmap(potential))
+    return fn
+
+
+def potential_on_rows(potential, X, batch: int = BATCH) -> np.ndarray:
+    """V at each row of X (n, d), in calls of `batch` rows (the last one padded by its first row)."""
+    X = np.asarray(X)
+    fn = batched_potential(potential)
+    out = []
+    for i in range(0, X.shape[0], batch):
+        chunk = X[i:i + batch]
+        n = chunk.shape[0]
+        if n < batch:
+            chunk = np.concatenate([chunk, np.repeat(chunk[:1], batch - n, axis=0)])
+        out.append(np.asarray(fn(chunk))[:n])
+    return np.concatenate(out) if out else np.zeros(0)
 
 
 def jitted(target: Target, what: str):

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from typing import Optional
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .base import Target, TargetError, jitted
+from .base import Target, TargetError, jitted, potential_on_rows
 
 DENSE_MAX_DIM = 1000  # up to this d the Newton steps use the dense Hessian
 DECREMENT_TOL = 1e-6  # lambda^2 / 2 in nats: the mode within 0.0014 posterior sds (Laplace metric)
@@ -218,16 +216,6 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     return Mode(x, converged, reason, dec, H, int(grads), int(hvps), method)
 
 
-def _vmapped(target):
-    cache = _VMAPPED.get(target.potential)
-    if cache is None:
-        cache = _VMAPPED[target.potential] = jax.jit(jax.vmap(target.potential))
-    return cache
-
-
-_VMAPPED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-
-
 def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: int = 0,
                     max_scale: float = 2.0 ** 12) -> Optional[dict]:
     """A direction u (in the frame of `factor`) along which V(mode + t factor u) keeps falling below
@@ -241,9 +229,8 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     dirs += list(r / np.linalg.norm(r, axis=1, keepdims=True))
     U = np.asarray(dirs) @ np.asarray(factor).T  # (rays, d) in x units
     ts = 2.0 ** np.arange(1, int(math.log2(max_scale)) + 1)
-    on_rays = _vmapped(target)
-    V = np.stack([np.asarray(on_rays(jnp.asarray(np.asarray(mode)[None] + t * U)), np.float64)
-                  for t in ts], axis=1)  # (rays, distances)
+    X = np.asarray(mode)[None, None] + ts[None, :, None] * U[:, None, :]  # (rays, distances, d)
+    V = potential_on_rows(target.potential, X.reshape(-1, d)).reshape(len(U), len(ts))
     v0 = float(jitted(target, "value_and_grad")(jnp.asarray(mode))[0])  # compiled already
     V = np.where(np.isfinite(V), V, np.inf)
     # falls below the mode, and keeps falling over the last doublings: no bound below on this ray
