@@ -74,8 +74,8 @@ def _adapt_runner(method, num_iters: int):
 
     def run(vg, states, key, log_h0, mu, gamma, alpha, time, delta):
         nc = states.position.shape[0]
-        ch = chains.Chains(states, jnp.zeros((nc, 2), dtype=jnp.uint32),
-                           jnp.zeros(nc, dtype=jnp.int64), jnp.zeros(nc, dtype=jnp.int64))
+        ch = chains.Chains(states, np.zeros((nc, 2), dtype=np.uint32),
+                           np.zeros(nc, dtype=np.int64), np.zeros(nc, dtype=np.int64))
         t = chains.tuning(log_h0, mu=mu, gamma=gamma, alpha=alpha, time=time, delta=delta,
                           adapt=True, num_iters=num_iters)
         ch, h, (pos, info) = chains.run_block(method, vg, ch, key, t)

@@ -127,6 +127,6 @@ def run_block(method, vg, chains: Chains, key, t: Tuning):
     if not 0 <= n <= BLOCK:
         raise ValueError(f"a block runs at most {BLOCK} iterations, got {n}")
     if key is None:
-        key = jnp.zeros(2, dtype=jnp.uint32)
+        key = np.zeros(2, dtype=np.uint32)
     chains, h, (pos, info) = program(method, flow)(vg, chains, key, t)
     return chains, h, jax.tree_util.tree_map(lambda a: np.asarray(a)[:n], (pos, info))

@@ -131,13 +131,16 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
 
     def constrain(x):
         """Constrained sample and deterministic sites for unconstrained x of shape (..., d)."""
-        x = jnp.asarray(x, dtype=jnp.float64)
+        traced = isinstance(x, jax.core.Tracer)
+        x = jnp.asarray(x, dtype=jnp.float64) if traced else np.asarray(x, dtype=np.float64)
         if x.shape[-1:] != flat0.shape:
             raise ValueError(f"expected unconstrained vectors with last axis {flat0.shape[0]}; "
                              f"got shape {x.shape}")
         lead = x.shape[:-1]
         flat = x.reshape((-1, flat0.shape[0]))
         out = constrain_flat(flat)
+        if traced:
+            return {k: jnp.reshape(v, lead + v.shape[1:]) for k, v in out.items()}
         return {k: np.reshape(np.asarray(v), lead + v.shape[1:]) for k, v in out.items()}
 
     label = name or f"numpyro:{getattr(model, '__name__', 'model')}"
