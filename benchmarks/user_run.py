@@ -202,7 +202,7 @@ target = inertia.targets.from_numpyro(model, **data)
 print("d =", target.dim)
 res = inertia.vi.fit(target)
 print(res.table())
-print("converged:", res.converged)
+sys.exit(0 if res.converged else 3)  # as `inertia fit`
 ''',
     "api_sample": '''import inertia.targets
 import inertia.mcmc
@@ -210,6 +210,7 @@ target = inertia.targets.from_numpyro(model, **data)
 print("d =", target.dim)
 res = inertia.mcmc.sample(target)
 print(res.report())
+sys.exit(0 if res.converged else 3)  # as `inertia sample`
 ''',
     "numpyro_svi": '''import jax
 jax.config.update("jax_enable_x64", True)
@@ -374,7 +375,11 @@ def _run_one(argv, env, log):
     rec["rc"] = rc
     rec["startup_s"] = wall - rec.get("inside_s", wall)
     rec["run_s"] = rec.get("inside_s", wall) - rec.get("overhead_s", 0.0)
-    if rc not in (0, 3):
+    if rc == 3:  # ran to the end, verdict not converged: its reason, for the JSON
+        with open(log + ".out") as fh, open(log + ".err") as fe:
+            rec["not_converged"] = [ln.strip() for ln in fh.read().splitlines() + fe.read()
+                                    .splitlines() if "converge" in ln.lower()][-4:]
+    elif rc != 0:
         with open(log + ".err") as fh:
             rec["error"] = fh.read()[-2000:]
         print(f"  {os.path.basename(log)}: exit status {rc}:\n{rec['error'][-600:]}",
@@ -388,6 +393,10 @@ def _run_one(argv, env, log):
 
 def _ratio(a, b):
     return a / b if a and b else None
+
+
+def _flag(rec):
+    return "*" if rec and rec["rc"] == 3 else ""
 
 
 def _fmt(x, spec=".1f"):
@@ -483,14 +492,16 @@ def report(models, commands, runs, repeats, pin, load0, json_path):
         vals = [results[m]["ratios"][k] for m in models if results[m]["ratios"].get(k)]
         medians[k] = statistics.median(vals) if vals else None
 
-    print(f"\nwall seconds per process (first run: empty cache; re-run: best of {repeats})")
+    print(f"\nwall seconds per process (first run: empty cache; re-run: best of {repeats}; "
+          "*: ran to the end, verdict not converged)")
     print(f"{'model':14s} {'d':>4s} " + " ".join(f"{c:>17s}" for c in commands))
     for m in models:
         cells = []
         for c in commands:
             row = results[m]["commands"][c]
             f, r = row["first"], row["rerun"]
-            cells.append(f"{_fmt(f and f['wall_s']):>7s} / {_fmt(r and r['wall_s']):>7s}")
+            cells.append(f"{_fmt(f and f['wall_s']) + _flag(f):>7s} / "
+                         f"{_fmt(r and r['wall_s']) + _flag(r):>7s}")
         print(f"{m:14s} {results[m]['d']:4d} " + " ".join(f"{x:>17s}" for x in cells))
 
     print("\nratios inertia / NumPyro (wall seconds; < 1: inertia faster), first run / re-run")
