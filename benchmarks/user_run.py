@@ -14,8 +14,8 @@ core (`--cpu`). A probe inside each process splits its wall time into interprete
 imports, JAX tracing, lowering to MLIR and XLA compilation (jax.monitoring events; nested spans
 merged) and the rest ("run"), and counts the XLA compilations and persistent-cache hits.
 Ratios are inertia / NumPyro in the same run, per model and their median over models.
-Run: python benchmarks/user_run.py [--models a,b] [--repeats 2] [--quick]
-     [--json benchmarks/results/user_run.json]
+Run: python benchmarks/user_run.py [--models a,b] [--repeats 2] [--quick] [--cpu 0|none]
+     [--commands cli_fit,...] [--logs DIR] [--json benchmarks/results/user_run.json]
 """
 from __future__ import annotations
 
@@ -416,6 +416,8 @@ def main(argv=None):
     ap.add_argument("--commands", default=",".join(COMMANDS),
                     help=f"comma-separated subset of {','.join(COMMANDS)}")
     ap.add_argument("--json", default=None, help="write the results to this file")
+    ap.add_argument("--logs", default=None,
+                    help="keep every process's stdout and stderr in this folder (default: none)")
     args = ap.parse_args(argv)
     models = list(QUICK) if args.quick else (args.models.split(",") if args.models else list(MODELS))
     repeats = 1 if args.quick else args.repeats
@@ -454,7 +456,7 @@ def main(argv=None):
                         env["INERTIA_JAX_CACHE"] = os.path.join(root, "cache", m, c)
                     else:
                         env["INERTIA_JAX_CACHE"] = "off"
-                    log = os.path.join(root, "logs", f"{m}.{c}.{r}")
+                    log = os.path.join(args.logs or os.path.join(root, "logs"), f"{m}.{c}.{r}")
                     os.makedirs(os.path.dirname(log), exist_ok=True)
                     rec = _run_one(pin + _argv(c, folders[m], probe), env, log)
                     runs[m][c].append(rec)
@@ -529,7 +531,8 @@ def report(models, commands, runs, repeats, pin, load0, json_path):
                 print(f"{m:14s} {c:14s} {when:6s} {r['wall_s']:6.1f} {r['startup_s']:6.1f} "
                       f"{r.get('import_s', 0):6.1f} {r.get('trace_s', 0):6.1f} "
                       f"{r.get('lower_s', 0):6.1f} {r.get('compile_s', 0):6.1f} "
-                      f"{r['run_s']:6.1f} {r.get('compiles', 0):6d} ({r.get('cache_hits', 0)})")
+                      f"{r['run_s']:6.1f} {r.get('compiles', 0):6d} ({r.get('cache_hits', 0)})"
+                      f"{_flag(r)}")
     load1 = os.getloadavg()[0]
     print(f"\nload average {load0:.1f} at the start, {load1:.1f} at the end; "
           f"{'pinned: ' + ' '.join(pin) if pin else 'not pinned'}")
