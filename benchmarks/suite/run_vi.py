@@ -310,7 +310,7 @@ INERTIA = {
     "inertia paired-proj": inertia_with_bounds("paired-proj", HVP_BATCH),
     "inertia stl-proj": inertia_with_bounds("stl-proj", PARTICLES),
     "inertia default": inertia_fit(),  # vi.fit(target): no constants from the user
-    # the field's methods (issue 16) through the same constant-free fit
+    # the field's methods through the same constant-free fit
     "inertia ngvi-reparam": inertia_fit(method="ngvi-reparam", batch_size=PARTICLES),
     "inertia bam": inertia_fit(method="bam", batch_size=PARTICLES),
 }
