@@ -6,9 +6,10 @@
    about a quarter period of a unit-scale direction); the step size by dual averaging to
    `target_accept` (Hoffman & Gelman 2014, algorithm 5, on the chains' mean acceptance).
 3. Frame: when the second half of the stage-1 draws agrees with the fit (no late divergence, mean
-   within FRAME_SHIFT of 0 per coordinate, every covariance eigenvalue inside the sampling-noise
-   bulk of I, `keeps_frame`), the fit's frame and the stage-1 step size are kept and stage 2 is
-   skipped. Otherwise their covariance S (shrunk towards I; per-coordinate variances when there
+   within FRAME_SHIFT of 0 per coordinate, every denoised covariance eigenvalue within FRAME_TOL
+   of 1, `keeps_frame`) and their acceptance is that of a Gaussian in it (the energy-error model's
+   calibration factor within CALIBRATION), the fit's frame and the stage-1 step size are kept and
+   stage 2 is skipped. Otherwise their covariance S (shrunk towards I; per-coordinate variances when there
    are too few draws for a dense estimate) refines the frame, z = mean + C w with C C^T = S (what
    NUTS's dense mass matrix adapts), and
 4. stage 2 (STAGE2 iterations) runs dual averaging again in the new frame, still at T0; its
@@ -16,8 +17,7 @@
 5. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
    effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the last
    warm-up draws (`denoised_eigenvalues`), at that h and the measured acceptance. In a kept frame
-   whose measured acceptance the Gaussian energy-error model reproduces within CALIBRATION (and
-   unless the target acceptance was given), the rule also chooses the spread of the trajectory
+   (unless the target acceptance was given) the rule also chooses the spread of the trajectory
    length (1/2 or NEAR_SPREAD) and the step size (STEP_SCALES x h; acceptance per length from the
    calibrated model, a mean of at least MIN_MODEL_ACCEPT), robustly to eigenvalues off by ROBUST
    factors. While the second half of the
@@ -52,7 +52,7 @@ NEAR_SPREAD = 0.2  # the narrower trajectory-length spread a kept frame may use
 STEP_SCALES = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)  # step sizes tried in a kept frame, x the tuned h
 MIN_MODEL_ACCEPT = 0.6  # smallest modelled mean acceptance of a step size chosen in a kept frame
 ROBUST = (1 / FRAME_TOL, 1.0, FRAME_TOL)  # a kept frame's eigenvalues are trusted to these factors
-CALIBRATION = (0.5, 2.0)  # energy-error scale (measured / Gaussian model) allowing a new step size
+CALIBRATION = (2 / 3, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
 # dual averaging constants of Hoffman & Gelman (2014)
 DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
 
@@ -370,6 +370,11 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     acc_late = float(np.nanmean(acc1[half:]))
     chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
     keep = int(np.sum(np.asarray(div1)[half:])) == 0 and keeps_frame(zs)
+    cal = None
+    if keep:  # and the energy errors are those of a Gaussian in that frame
+        cal = calibrate_energy_error(1.0 / denoised_eigenvalues(zs), h1, acc_late,
+                                     float(np.clip(T0 / h1, 1.0, MAX_LEAPFROG)))
+        keep = CALIBRATION[0] <= cal <= CALIBRATION[1]
     if keep:  # the fit's frame already whitens the target: stage 1's step size is the tuned one
         h2, w2 = h1, zs
         stage = {"iterations": 0, "target_accept": float(target_accept), "step_size": h1,
@@ -392,9 +397,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
         chain_grads += g
     wt = whiten(target, fit.mean, fit.factor)
     lam = 1.0 / denoised_eigenvalues(w2)
-    cal = (calibrate_energy_error(lam, h1, acc_late, float(np.clip(T0 / h1, 1.0, MAX_LEAPFROG)))
-           if keep and tune_step else None)
-    if cal is not None and CALIBRATION[0] <= cal <= CALIBRATION[1]:
+    if keep and tune_step:
         choice = choose_trajectory(lam, h2, stage["acceptance"], spreads=(LENGTH_SPREAD, NEAR_SPREAD),
                                    step_scales=STEP_SCALES, calibration=cal, robust=ROBUST)
     else:
