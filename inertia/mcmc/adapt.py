@@ -49,9 +49,9 @@ MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10
 FRAME_SHIFT = 0.5  # largest whitened mean of the stage-1 draws (per coordinate) keeping the frame
 FRAME_TOL = 1.5  # largest factor between a denoised stage-1 variance and 1 keeping the frame
 NEAR_SPREAD = 0.2  # the narrower trajectory-length spread a kept frame may use
-STEP_SCALES = (0.8, 0.9, 1.0, 1.1, 1.2, 1.3)  # step sizes tried in a kept frame, x the tuned h
-MIN_MODEL_ACCEPT = 0.6  # smallest modelled mean acceptance of a step size chosen in a kept frame
-ROBUST = (1 / FRAME_TOL, 1.0, FRAME_TOL)  # a kept frame's eigenvalues are trusted to these factors
+STEP_SCALES = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3)  # tried in a kept frame, x the tuned h
+MIN_MODEL_ACCEPT = TARGET_ACCEPT  # smallest modelled mean acceptance of a new step size
+ROBUST = (0.8, 1.0, 1.25)  # a kept frame's eigenvalues are trusted to these factors
 CALIBRATION = (2 / 3, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
 # dual averaging constants of Hoffman & Gelman (2014)
 DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
@@ -246,7 +246,9 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
     spreads and the step sizes step_scales x h; alpha = eps / h. r_K is the measured acceptance
     without `calibration`; with it, the Gaussian model's acceptance of K steps
     (`metropolis_acceptance` of `energy_error_moments` times the calibration factor), and step
-    sizes whose modelled mean acceptance is below MIN_MODEL_ACCEPT are not chosen.
+    sizes whose modelled mean acceptance is below MIN_MODEL_ACCEPT are not chosen; tau is then the
+    mean of those of q and q^2 (the gradients per ESS of means and of second moments weighted
+    equally, which lets a length with antithetic means win a near tie on q^2).
     """
     lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))
     lam_r = np.concatenate([lam * f for f in robust])
@@ -290,7 +292,8 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
                         eps, rm, r1m, r2m = 0.0, 1.0, 1.0, 1.0
                     r1, r2 = r1t * r1m, r2t * r2m
                     with np.errstate(divide="ignore", invalid="ignore"):
-                        tau = np.maximum((1 + r1) / (1 - r1), (1 + r2) / (1 - r2))
+                        t1, t2 = (1 + r1) / (1 - r1), (1 + r2) / (1 - r2)
+                        tau = np.maximum(t1, t2) if calibration is None else 0.5 * (t1 + t2)
                     tau = np.where((np.abs(r1) < 1) & (r2 < 1), tau, np.inf).max(axis=1)
                     cost = np.where(ok, (cost_k + (f > 0)) * tau, np.inf)
                     i = int(np.argmin(cost))
