@@ -52,7 +52,7 @@ NEAR_SPREAD = 0.2  # the narrower trajectory-length spread a kept frame may use
 STEP_SCALES = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3)  # tried in a kept frame, x the tuned h
 MIN_MODEL_ACCEPT = TARGET_ACCEPT  # smallest modelled mean acceptance of a new step size
 ROBUST = (0.8, 1.0, 1.25)  # a kept frame's eigenvalues are trusted to these factors
-CALIBRATION = (2 / 3, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
+CALIBRATION = (0.5, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
 # dual averaging constants of Hoffman & Gelman (2014)
 DA_GAMMA, DA_T0, DA_KAPPA = 0.05, 10.0, 0.75
 
