@@ -5,14 +5,22 @@
 2. Stage 1 (STAGE1 iterations): alpha = 0, gamma = 0, trajectory time T0 = 1.5 (in whitened units,
    about a quarter period of a unit-scale direction); the step size by dual averaging to
    `target_accept` (Hoffman & Gelman 2014, algorithm 5, on the chains' mean acceptance).
-3. Frame: the covariance S of the second half of the stage-1 draws (shrunk towards I;
-   per-coordinate variances when there are too few draws for a dense estimate) refines the frame,
-   z = mean + C w with C C^T = S (what NUTS's dense mass matrix adapts).
-4. Stage 2 (STAGE2 iterations): dual averaging again in the new frame, still at T0; its averaged
-   step size is the sampling one.
+3. Frame: when the second half of the stage-1 draws agrees with the fit (no late divergence, mean
+   within FRAME_SHIFT of 0 per coordinate, every denoised covariance eigenvalue within FRAME_TOL
+   of 1, `keeps_frame`) and their acceptance is that of a Gaussian in it (the energy-error model's
+   calibration factor within CALIBRATION), the fit's frame and the stage-1 step size are kept and
+   stage 2 is skipped. Otherwise their covariance S (shrunk towards I; per-coordinate variances when there
+   are too few draws for a dense estimate) refines the frame, z = mean + C w with C C^T = S (what
+   NUTS's dense mass matrix adapts), and
+4. stage 2 (STAGE2 iterations) runs dual averaging again in the new frame, still at T0; its
+   averaged step size is the sampling one.
 5. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
-   effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the second half
-   of the stage-2 draws (`denoised_eigenvalues`), at that h and the measured acceptance. While the second half of the
+   effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the last
+   warm-up draws (`denoised_eigenvalues`), at that h and the measured acceptance. In a kept frame
+   (unless the target acceptance was given) the rule also chooses the spread of the trajectory
+   length (1/2 or NEAR_SPREAD) and the step size (STEP_SCALES x h; acceptance per length from the
+   calibrated model, a mean of at least MIN_MODEL_ACCEPT), robustly to eigenvalues off by ROBUST
+   factors. While the second half of the
    last stage-2 run has divergences (the step is too large for a region the chains reach),
    stage 2 is rerun at the chosen trajectory with target acceptance 1 - (1 - delta)/2, at most
    MAX_RAISES times (0.8 -> 0.9 -> 0.95 -> 0.975).
@@ -27,15 +35,25 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from scipy.special import ndtr
+
 from . import chains
 from .kernels.base import Params
+from .kernels.exact import LENGTH_SPREAD
 
 TARGET_ACCEPT = 0.8
 STAGE1, STAGE2 = 150, 150  # equal: one compilation
 T0 = 1.5
 SHRINK = 10.0  # pseudo-draws of the identity in the warm-up covariance
 MAX_RAISES = 3  # stage 2 reruns with target acceptance 1 - (1 - delta)/2 while warm-up diverges
-from .chains import DA_GAMMA, DA_KAPPA, DA_T0, MAX_LEAPFROG  # noqa: F401
+FRAME_SHIFT = 0.5  # largest whitened mean of the stage-1 draws (per coordinate) keeping the frame
+FRAME_TOL = 1.5  # largest factor between a denoised stage-1 variance and 1 keeping the frame
+NEAR_SPREAD = 0.2  # the narrower trajectory-length spread a kept frame may use
+STEP_SCALES = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3)  # tried in a kept frame, x the tuned h
+MIN_MODEL_ACCEPT = TARGET_ACCEPT  # smallest modelled mean acceptance of a new step size
+ROBUST = (0.8, 1.0, 1.25)  # a kept frame's eigenvalues are trusted to these factors
+CALIBRATION = (0.5, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
+from .chains import DA_GAMMA, DA_KAPPA, DA_T0, MAX_LEAPFROG  # noqa: E402,F401
 
 
 def value_and_grad_fn(target):
@@ -110,74 +128,169 @@ def denoised_eigenvalues(z):
     return np.where(w > hi, w / hi, np.where(w < lo, w / lo, 1.0))
 
 
-def _length_weights(ns, kmax, points=512):
-    """P(K = k) for k = 1..kmax under K = max(1, round(n (1/2 + u))), one row per n."""
+def keeps_frame(z) -> bool:
+    """Whether draws (chain, draw, d) in a frame agree with N(0, I) up to sampling noise: every
+    coordinate's mean within FRAME_SHIFT and every denoised covariance eigenvalue within a factor
+    FRAME_TOL of 1."""
+    flat = z.reshape(-1, z.shape[-1])
+    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    if flat.shape[0] < 2:
+        return False
+    w = denoised_eigenvalues(z)
+    return bool(np.max(np.abs(flat.mean(0))) <= FRAME_SHIFT
+                and np.all((w <= FRAME_TOL) & (w >= 1.0 / FRAME_TOL)))
+
+
+def energy_error_moments(eigenvalues, step_size, kmax):
+    """Mean and variance of the energy error of K = 1..kmax leapfrog steps of size h from
+    (q, p) ~ N(0, diag(1/lambda)) x N(0, I), summed over the directions: with M_K the K-step map
+    and H = diag(lambda, 1), dH = x'(M_K' H M_K - H) x / 2, so E = tr(A S)/2, Var = tr((A S)^2)/2."""
+    lam = np.asarray(eigenvalues, dtype=np.float64)
+    h = float(step_size)
+    phi = _leapfrog_maps(lam, h)
+    M = phi.copy()
+    mean, var = np.empty(kmax), np.empty(kmax)
+    for k in range(kmax):
+        # A S per direction for S = diag(1/lambda, 1): entries of M'HM - H scaled by columns
+        a11 = lam * M[:, 0, 0] ** 2 + M[:, 1, 0] ** 2 - lam
+        a12 = lam * M[:, 0, 0] * M[:, 0, 1] + M[:, 1, 0] * M[:, 1, 1]
+        a22 = lam * M[:, 0, 1] ** 2 + M[:, 1, 1] ** 2 - 1.0
+        b11, b12, b21, b22 = a11 / lam, a12, a12 / lam, a22
+        mean[k] = 0.5 * np.sum(b11 + b22)
+        var[k] = 0.5 * np.sum(b11 ** 2 + 2 * b12 * b21 + b22 ** 2)
+        M = phi @ M
+    return mean, var
+
+
+def metropolis_acceptance(mean, var):
+    """E min(1, exp(-dH)) for dH ~ N(mean, var) (elementwise)."""
+    mean, var = np.asarray(mean, dtype=np.float64), np.maximum(np.asarray(var, np.float64), 1e-300)
+    s = np.sqrt(var)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tail = np.exp(np.clip(-mean + 0.5 * var, None, 700.0)) * ndtr(mean / s - s)
+    return np.clip(ndtr(-mean / s) + np.nan_to_num(tail), 0.0, 1.0)
+
+
+def calibrate_energy_error(eigenvalues, step_size, acceptance, num_leapfrog,
+                           spread=LENGTH_SPREAD):
+    """The factor c for which the Gaussian model's mean acceptance, with dH's mean and variance
+    times c, equals the measured acceptance of trajectories of mean length n at step h (1 for an
+    exactly Gaussian target in its own frame)."""
+    ns = np.array([max(float(num_leapfrog), 1.0)])
+    kmax = int(np.ceil((1 + spread) * ns[0])) + 1
+    w = _length_weights(ns, kmax, spread)[0]
+    mean, var = energy_error_moments(eigenvalues, step_size, kmax)
+    r = float(np.clip(acceptance, 1e-3, 1 - 1e-6))
+
+    def model(logc):
+        c = math.exp(logc)
+        return float(w @ metropolis_acceptance(c * mean, c * var))
+
+    lo, hi = -12.0, 12.0  # acceptance decreases in c
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if model(mid) > r else (lo, mid)
+    return math.exp(0.5 * (lo + hi))
+
+
+def _leapfrog_maps(lam, h):
+    """B A B on V = lam q^2 / 2 as a 2x2 map per direction."""
+    phi = np.empty((lam.size, 2, 2))
+    phi[:, 0, 0] = 1 - 0.5 * h * h * lam
+    phi[:, 0, 1] = h
+    phi[:, 1, 0] = -h * lam * (1 - 0.25 * h * h * lam)
+    phi[:, 1, 1] = 1 - 0.5 * h * h * lam
+    return phi
+
+
+def _length_weights(ns, kmax, spread=LENGTH_SPREAD, points=512):
+    """P(K = k) for k = 1..kmax under K = max(1, round(n (1 + s (2u - 1)))), one row per n."""
     u = (np.arange(points) + 0.5) / points
-    K = np.maximum(1, np.round(np.asarray(ns)[:, None] * (0.5 + u[None, :]))).astype(int)
+    K = np.maximum(1, np.round(np.asarray(ns)[:, None] * (1.0 + spread * (2.0 * u[None, :] - 1.0)))
+                   ).astype(int)
     W = np.zeros((len(ns), kmax))
     for i, row in enumerate(K):
         W[i] = np.bincount(np.minimum(row, kmax) - 1, minlength=kmax)[:kmax] / points
     return W
 
 
-def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT) -> dict:
+def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
+                      spreads=(LENGTH_SPREAD,), step_scales=(1.0,), calibration=None,
+                      robust=(1.0,)) -> dict:
     """Fewest gradients per effective sample of the exact kernel on N(0, diag(1/lambda)).
 
     On a Gaussian the leapfrog/refresh trajectory is linear: E[q_K | q_0] = a_K q_0 per direction
     (a_K the (q, q) entry of the product of leapfrog maps and partial refreshes e^{-gamma h}), and
-    a MALA step of size eps has a = 1 - eps lambda. With acceptance r (trajectory: the measured
-    rate, for both: a flow step of eps = h^2/2 is one leapfrog step from a fresh momentum) and a
-    rejection keeping q, the lag-1
-    autocorrelations of q and q^2 are rho1 = r E a + 1 - r and rho2 = r E a^2 + 1 - r (products over
-    the two halves), and tau = (1 + rho)/(1 - rho). Minimises E[gradients per iteration] times the
-    largest tau over directions and over q, q^2, on a grid of n (mean leapfrog steps), gamma
-    (0, 1/4 .. 2 sqrt(lambda_min)) and eps in {0, 1/2, 1} h^2/2; alpha = eps / h.
+    a MALA step of size eps has a = 1 - eps lambda. With acceptance r_K of a K-step trajectory and
+    a rejection keeping q, the lag-1 autocorrelations of q and q^2 are rho1 = E[r_K a_K + 1 - r_K]
+    and rho2 = E[r_K a_K^2 + 1 - r_K] over the length distribution (products over the two halves;
+    a flow step of eps = h^2/2 is one leapfrog step from a fresh momentum), and
+    tau = (1 + rho)/(1 - rho). Minimises E[gradients per iteration] times the largest tau over
+    directions (each lambda times every `robust` factor) and over q, q^2, on a grid of n (mean
+    leapfrog steps), gamma (0, 1/4 .. 2 sqrt(lambda_min); 0 only with `calibration`, where the
+    energy-error model has no refresh), eps in {0, 1/2, 1} h^2/2, the length
+    spreads and the step sizes step_scales x h; alpha = eps / h. r_K is the measured acceptance
+    without `calibration`; with it, the Gaussian model's acceptance of K steps
+    (`metropolis_acceptance` of `energy_error_moments` times the calibration factor), and step
+    sizes whose modelled mean acceptance is below MIN_MODEL_ACCEPT are not chosen; tau is then the
+    mean of those of q and q^2 (the gradients per ESS of means and of second moments weighted
+    equally, which lets a length with antithetic means win a near tie on q^2).
     """
     lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))
-    h = float(step_size)
+    lam_r = np.concatenate([lam * f for f in robust])
     r = float(np.clip(acceptance, 0.05, 1.0))
     ns = np.unique(np.round(np.geomspace(1, MAX_LEAPFROG, 40))).astype(int)
-    kmax = int(np.ceil(1.5 * ns[-1])) + 1
-    W = _length_weights(ns, kmax)
-    cost_k = W @ np.arange(1, kmax + 1)
-    gammas = np.array([0.0, 0.25, 0.5, 1.0, 2.0]) * math.sqrt(lam[0])
+    kmax = int(np.ceil((1 + max(spreads)) * ns[-1])) + 1
+    weights = {s: _length_weights(ns, kmax, s) for s in spreads}
+    gammas = np.array([0.0, 0.25, 0.5, 1.0, 2.0] if calibration is None else [0.0]) * math.sqrt(
+        lam[0])
     flows = np.array([0.0, 0.5, 1.0])
     best = None
-    for g in gammas:
-        eta = math.exp(-g * h)
-        # leapfrog B A B on V = lam q^2 / 2 as a 2x2 map per direction, then O = diag(1, eta)
-        phi = np.empty((lam.size, 2, 2))
-        phi[:, 0, 0] = 1 - 0.5 * h * h * lam
-        phi[:, 0, 1] = h
-        phi[:, 1, 0] = -h * lam * (1 - 0.25 * h * h * lam)
-        phi[:, 1, 1] = 1 - 0.5 * h * h * lam
-        step = phi @ np.diag([1.0, eta])
-        M = phi.copy()
-        a = np.empty((kmax, lam.size))
-        for k in range(kmax):
-            a[k] = M[:, 0, 0]
-            M = step @ M
-        ea, ea2 = W @ a, W @ a**2  # (n, d)
-        r1t, r2t = r * ea + 1 - r, r * ea2 + 1 - r
-        for f in flows:
-            if f > 0:
-                eps = f * h * h / 2
-                rm = r
-                am = 1 - eps * lam
-                r1m, r2m = rm * am + 1 - rm, rm * am**2 + 1 - rm
-            else:
-                eps, rm, r1m, r2m = 0.0, 1.0, 1.0, 1.0
-            r1, r2 = r1t * r1m, r2t * r2m
-            with np.errstate(divide="ignore", invalid="ignore"):
-                tau = np.maximum((1 + r1) / (1 - r1), (1 + r2) / (1 - r2))
-            tau = np.where((np.abs(r1) < 1) & (r2 < 1), tau, np.inf).max(axis=1)
-            cost = (cost_k + (f > 0)) * tau
-            i = int(np.argmin(cost))
-            if best is None or cost[i] < best["grads_per_ess"]:
-                best = {"num_leapfrog": float(ns[i]), "gamma": float(g), "alpha": eps / h,
-                        "grads_per_ess": float(cost[i]), "tau": float(tau[i]),
-                        "flow_acceptance": rm}
-    best.update(step_size=h, acceptance=r, eigenvalues=[float(lam[0]), float(lam[-1])])
+    for scale in step_scales:
+        h = float(step_size) * float(scale)
+        if calibration is None:
+            acc_k = np.full(kmax, r)
+        else:
+            m, v = energy_error_moments(lam, h, kmax)
+            acc_k = metropolis_acceptance(calibration * m, calibration * v)
+        phi = _leapfrog_maps(lam_r, h)
+        for g in gammas:
+            step = phi @ np.diag([1.0, math.exp(-g * h)])  # leapfrog, then O = diag(1, eta)
+            M = phi.copy()
+            a = np.empty((kmax, lam_r.size))
+            for k in range(kmax):
+                a[k] = M[:, 0, 0]
+                M = step @ M
+            for spread, W in weights.items():
+                mean_acc = W @ acc_k
+                ok = (mean_acc >= MIN_MODEL_ACCEPT) | (calibration is None) | (scale == 1.0)
+                cost_k = W @ np.arange(1, kmax + 1)
+                # E[r_K a_K + 1 - r_K] and E[r_K a_K^2 + 1 - r_K]: (n, directions)
+                r1t = W @ (acc_k[:, None] * a) + (1 - mean_acc)[:, None]
+                r2t = W @ (acc_k[:, None] * a**2) + (1 - mean_acc)[:, None]
+                for f in flows:
+                    if f > 0:
+                        eps = f * h * h / 2
+                        rm = r if calibration is None else float(acc_k[0])
+                        am = 1 - eps * lam_r
+                        r1m, r2m = rm * am + 1 - rm, rm * am**2 + 1 - rm
+                    else:
+                        eps, rm, r1m, r2m = 0.0, 1.0, 1.0, 1.0
+                    r1, r2 = r1t * r1m, r2t * r2m
+                    with np.errstate(divide="ignore", invalid="ignore"):
+                        t1, t2 = (1 + r1) / (1 - r1), (1 + r2) / (1 - r2)
+                        tau = np.maximum(t1, t2) if calibration is None else 0.5 * (t1 + t2)
+                    tau = np.where((np.abs(r1) < 1) & (r2 < 1), tau, np.inf).max(axis=1)
+                    cost = np.where(ok, (cost_k + (f > 0)) * tau, np.inf)
+                    i = int(np.argmin(cost))
+                    if best is None or cost[i] < best["grads_per_ess"]:
+                        best = {"num_leapfrog": float(ns[i]), "gamma": float(g),
+                                "alpha": float(eps / h), "grads_per_ess": float(cost[i]),
+                                "tau": float(tau[i]), "flow_acceptance": rm,
+                                "length_spread": float(spread), "step_size": h,
+                                "step_scale": float(scale), "acceptance": float(mean_acc[i])}
+    best.update(measured_acceptance=r, calibration=calibration,
+                eigenvalues=[float(lam[0]), float(lam[-1])])
     return best
 
 
@@ -214,7 +327,8 @@ def readapt(method, vg, state, key, params: Params, report: dict):
     report.update(stage2=stage, final_accept=accept)
     report["chain_grad_evals"] += g
     report["grad_evals"] += g
-    return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG))), state
+    return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
+                  params.length_spread), state
 
 
 @functools.lru_cache(maxsize=8)
@@ -236,9 +350,9 @@ def _warmup_keys(num_chains: int, d: int, raises: int):
 
 
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
-                   target_accept=TARGET_ACCEPT):
+                   target_accept=TARGET_ACCEPT, tune_step=True):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
-    report)."""
+    report). tune_step False keeps dual averaging's step size (a target acceptance was asked for)."""
     from .sample import _start
     from .warmup import fit_gaussian, whiten
 
@@ -260,23 +374,42 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     z1, acc1 = np.asarray(z1), np.asarray(acc1)
     half = STAGE1 // 2
     zs = np.swapaxes(z1[half:], 0, 1)
-    # refine the frame by the covariance of the draws (as NUTS's dense mass matrix): z = mz + C w
-    mz, S = draws_covariance(zs)
-    C = np.linalg.cholesky(S)
-    fit = dataclasses.replace(fit, mean=np.asarray(fit.mean) + np.asarray(fit.factor) @ mz,
-                              factor=np.asarray(fit.factor) @ C,
-                              kind=f"{fit.kind} + warm-up covariance")
+    acc_late = float(np.nanmean(acc1[half:]))
+    chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
+    keep = int(np.sum(np.asarray(div1)[half:])) == 0 and keeps_frame(zs)
+    cal = None
+    if keep:  # and the energy errors are those of a Gaussian in that frame
+        cal = calibrate_energy_error(1.0 / denoised_eigenvalues(zs), h1, acc_late,
+                                     float(np.clip(T0 / h1, 1.0, MAX_LEAPFROG)))
+        keep = CALIBRATION[0] <= cal <= CALIBRATION[1]
+    if keep:  # the fit's frame already whitens the target: stage 1's step size is the tuned one
+        h2, w2 = h1, zs
+        stage = {"iterations": 0, "target_accept": float(target_accept), "step_size": h1,
+                 "acceptance": acc_late, "divergences": 0, "late_divergences": 0,
+                 "frame_kept": True}
+    else:
+        # refine the frame by the covariance of the draws (as NUTS's dense mass matrix): z = mz + C w
+        mz, S = draws_covariance(zs)
+        C = np.linalg.cholesky(S)
+        fit = dataclasses.replace(fit, mean=np.asarray(fit.mean) + np.asarray(fit.factor) @ mz,
+                                  factor=np.asarray(fit.factor) @ C,
+                                  kind=f"{fit.kind} + warm-up covariance")
+        vg = frame_value_and_grad(target, fit.mean, fit.factor)
+        w_last = np.linalg.solve(C, (np.asarray(state.position) - mz).T).T
+        state = _start(method, vg, w_last, keys["restart"])
+        chain_grads += num_chains
+        # stage 2: dual averaging in the new frame at the stage-1 trajectory time
+        state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0,
+                                          0.0, T0, target_accept, keep=True)
+        chain_grads += g
     wt = whiten(target, fit.mean, fit.factor)
-    vg = frame_value_and_grad(target, fit.mean, fit.factor)
-    w_last = np.linalg.solve(C, (np.asarray(state.position) - mz).T).T
-    state = _start(method, vg, w_last, keys["restart"])
-    chain_grads = int(np.sum(np.asarray(ng1))) + 2 * num_chains
-    # stage 2: dual averaging in the new frame at the stage-1 trajectory time
-    state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0,
-                                      T0, target_accept, keep=True)
-    chain_grads += g
     lam = 1.0 / denoised_eigenvalues(w2)
-    choice = choose_trajectory(lam, h2, stage["acceptance"])
+    if keep and tune_step:
+        choice = choose_trajectory(lam, h2, stage["acceptance"], spreads=(LENGTH_SPREAD, NEAR_SPREAD),
+                                   step_scales=STEP_SCALES, calibration=cal, robust=ROBUST)
+    else:
+        choice = choose_trajectory(lam, h2, stage["acceptance"])
+    h2 = choice["step_size"]
     T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
     h, accept, stages = h2, float(target_accept), [stage]
     # divergences: the step is too large for a region the chains reach; demand more acceptance
@@ -288,12 +421,13 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
                                         choice["gamma"], eps, T, accept)
         chain_grads += g
         stages.append(stage)
-    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)))
+    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
+                    choice["length_spread"])
     report = {
         "kind": "adaptation", "precondition": fit.kind,
         "fit": {**fit.info, "grad_evals": fit.grad_evals},
         "target_accept": float(target_accept), "stage1": {
-            "iterations": STAGE1, "step_size": h1, "acceptance": float(np.nanmean(acc1[half:])),
+            "iterations": STAGE1, "step_size": h1, "acceptance": acc_late,
             "divergences": int(np.sum(np.asarray(div1)))},
         "spectrum": [float(lam.min()), float(lam.max())], "choice": choice,
         "stage2": stages[-1], "stage2_runs": stages, "final_accept": accept,
@@ -311,13 +445,18 @@ def describe_adaptation(t: dict) -> str:
     div = s1["divergences"] + sum(r["divergences"] for r in runs)
     raised = (f", raised to {t['final_accept']:.3g} after warm-up divergences"
               if len(runs) > 1 else "")
+    kept = runs[0].get("frame_kept", False)
+    stages = (f"{s1['iterations']} iterations, the fit's frame kept: h = {s1['step_size']:.3g}"
+              if kept else f"{s1['iterations']} + {len(runs)} x {s2['iterations']} iterations: "
+              f"h = {s1['step_size']:.3g} then {s2['step_size']:.3g}")
+    step = (f"; step size {c['step_scale']:.2g} x h by the model (acceptance "
+            f"{c['acceptance']:.2f})" if c.get("step_scale", 1.0) != 1.0 else "")
     return (f"{t['precondition']} preconditioner (x = m + L z; MAP {found}); step size by dual "
-            f"averaging to acceptance {t['target_accept']:.2f}{raised} ({s1['iterations']} + "
-            f"{len(runs)} x {s2['iterations']} iterations: h = {s1['step_size']:.3g} then "
-            f"{s2['step_size']:.3g}, acceptance {s2['acceptance']:.2f}, {div} warm-up "
-            f"divergences); whitened spectrum from warm-up draws [{t['spectrum'][0]:.3g}, "
-            f"{t['spectrum'][1]:.3g}]; trajectory length {c['num_leapfrog']:.0f} leapfrog steps, "
-            f"gamma = {c['gamma']:.3g}, alpha = {c['alpha']:.3g} by the fewest gradients per "
+            f"averaging to acceptance {t['target_accept']:.2f}{raised} ({stages}, acceptance "
+            f"{s2['acceptance']:.2f}, {div} warm-up divergences); whitened spectrum from warm-up "
+            f"draws [{t['spectrum'][0]:.3g}, {t['spectrum'][1]:.3g}]; trajectory length "
+            f"{c['num_leapfrog']:.0f} leapfrog steps (spread {c.get('length_spread', 0.5):.2g}), "
+            f"gamma = {c['gamma']:.3g}, alpha = {c['alpha']:.3g}{step} by the fewest gradients per "
             f"effective sample on a Gaussian with that spectrum ({c['grads_per_ess']:.1f})")
 
 

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .kernels.base import Params
+from .kernels.exact import LENGTH_SPREAD
 
 BLOCK = 1000  # iterations per compiled block (sampling blocks; warm-up stages use a prefix)
 MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10 allows 1023)
@@ -37,7 +38,8 @@ class Chains(NamedTuple):
 
 class Tuning(NamedTuple):
     """Block arguments: start log h, dual averaging's mu, gamma, alpha, trajectory time T,
-    target acceptance; the fixed step size and mean trajectory length (sampling); adapt flag;
+    target acceptance; the fixed step size, mean trajectory length and its spread (sampling; the
+    warm-up uses the kernel's default spread); adapt flag;
     iterations to run."""
 
     log_h: jax.Array
@@ -48,6 +50,7 @@ class Tuning(NamedTuple):
     delta: jax.Array
     step_size: jax.Array
     num_leapfrog: jax.Array
+    length_spread: jax.Array
     adapt: jax.Array
     num_iters: jax.Array
 
@@ -69,7 +72,7 @@ def program(method, flow: bool):
             ch, log_h, log_hbar, hbar = carry
             h = jnp.where(t.adapt, jnp.exp(log_h), t.step_size)
             n = jnp.where(t.adapt, jnp.clip(t.time / h, 1.0, MAX_LEAPFROG), t.num_leapfrog)
-            coeffs = method.prepare(Params(h, t.gamma, t.alpha, n))
+            coeffs = method.prepare(Params(h, t.gamma, t.alpha, n, t.length_spread))
             split = jax.vmap(jax.random.split)(ch.keys)
             keys = jnp.where(t.adapt, jax.random.split(jax.random.fold_in(key, i), nc),
                              split[:, 1])
@@ -105,18 +108,20 @@ def program(method, flow: bool):
 
 
 def tuning(log_h=0.0, *, mu=0.0, gamma=0.0, alpha=0.0, time=1.0, delta=0.8, step_size=1.0,
-           num_leapfrog=1.0, adapt=True, num_iters=BLOCK) -> Tuning:
+           num_leapfrog=1.0, length_spread=None, adapt=True, num_iters=BLOCK) -> Tuning:
     """Tuning arguments as float64 / int arrays (one compilation for all their values)."""
     f = lambda x: jnp.asarray(x, dtype=jnp.float64)  # noqa: E731
     return Tuning(f(log_h), f(mu), f(gamma), f(alpha), f(time), f(delta), f(step_size),
-                  f(num_leapfrog), jnp.asarray(bool(adapt)),
+                  f(num_leapfrog), f(LENGTH_SPREAD if length_spread is None else length_spread),
+                  jnp.asarray(bool(adapt)),
                   jnp.asarray(int(num_iters), dtype=jnp.int64))
 
 
 def sampling(params: Params, num_iters: int) -> Tuning:
     """Sampling-mode arguments: fixed h, gamma, alpha and mean trajectory length."""
     return tuning(gamma=params.gamma, alpha=params.alpha, step_size=params.step_size,
-                  num_leapfrog=params.num_leapfrog, adapt=False, num_iters=num_iters)
+                  num_leapfrog=params.num_leapfrog, length_spread=params.length_spread,
+                  adapt=False, num_iters=num_iters)
 
 
 def run_block(method, vg, chains: Chains, key, t: Tuning):

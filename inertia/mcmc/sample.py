@@ -500,11 +500,12 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     if m.adjusted:
         from .adapt import TARGET_ACCEPT, run_adaptation
 
+        tune_step = target_accept is None  # a given target acceptance keeps its step size
         target_accept = TARGET_ACCEPT if target_accept is None else float(target_accept)
         if auto:
             run_target, fit, params, state, run_fn, tuning = run_adaptation(
                 target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
-                seed=seed, target_accept=target_accept)
+                seed=seed, target_accept=target_accept, tune_step=tune_step)
             pre = (fit.mean, fit.factor)
             total_warm = int(tuning["grad_evals"])
             warm_grads = int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains))

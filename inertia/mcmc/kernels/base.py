@@ -37,12 +37,14 @@ class Info(NamedTuple):
 
 class Params(NamedTuple):
     """Step size h, friction gamma, high-resolution coefficient alpha, mean trajectory length
-    (leapfrog steps per iteration, adjusted kernels only); each ignored where unused."""
+    (leapfrog steps per iteration, adjusted kernels only) and its relative spread (None: the
+    kernel's default); each ignored where unused."""
 
     step_size: Any
     gamma: Any
     alpha: Any
     num_leapfrog: Any = None
+    length_spread: Any = None
 
 
 class SamplingAlgorithm(NamedTuple):

@@ -8,7 +8,8 @@ One iteration composes three pi x N-invariant kernels:
      trajectory of K leapfrog steps of size h with a partial refresh p <- e^{-gamma h} p + noise
      between them and one Metropolis test on the summed leapfrog energy errors at its end
      (Riou-Durand & Vogrinc 2022, MALT; gamma = 0 is HMC, Duane et al. 1987). K is drawn per
-     iteration, K = max(1, round(n (1/2 + u))), u ~ U(0, 1), independently of the state.
+     iteration, K = max(1, round(n (1 + s (2u - 1)))), u ~ U(0, 1), independently of the state
+     (spread s = length_spread, default 1/2: K in [n/2, 3n/2]).
 alpha = 0 is Metropolis-adjusted KLMC. A proposal whose energy error is not finite or exceeds
 DIVERGENCE in absolute value is a divergence: the trajectory stops there and is rejected.
 """
@@ -22,6 +23,7 @@ import jax.numpy as jnp
 from .base import Method, Params, SamplingAlgorithm
 
 DIVERGENCE = 1000.0  # |energy error| marking a divergent trajectory (as NumPyro and Stan)
+LENGTH_SPREAD = 0.5  # default relative spread of the trajectory length K around n
 
 
 class ExactState(NamedTuple):
@@ -56,20 +58,24 @@ class Coefficients(NamedTuple):
     noise: jax.Array  # sqrt(1 - e^{-2 gamma h})
     flow_step: jax.Array  # alpha h
     num_leapfrog: jax.Array  # mean trajectory length n
+    length_spread: jax.Array  # K in [n (1 - s), n (1 + s)]
 
 
 def prepare(params: Params) -> Coefficients:
-    """h, the partial-refresh coefficients over one leapfrog step, alpha h and n."""
+    """h, the partial-refresh coefficients over one leapfrog step, alpha h, n and its spread."""
     h = jnp.asarray(params.step_size, dtype=jnp.float64)
     gh = jnp.asarray(params.gamma, dtype=jnp.float64) * h
+    s = LENGTH_SPREAD if params.length_spread is None else params.length_spread
     return Coefficients(h, jnp.exp(-gh), jnp.sqrt(-jnp.expm1(-2.0 * gh)),
                         jnp.asarray(params.alpha, dtype=jnp.float64) * h,
-                        jnp.asarray(params.num_leapfrog, dtype=jnp.float64))
+                        jnp.asarray(params.num_leapfrog, dtype=jnp.float64),
+                        jnp.asarray(s, dtype=jnp.float64))
 
 
-def trajectory_length(u, num_leapfrog):
-    """K = max(1, round(n (1/2 + u))) for u in [0, 1): mean about n, spread n/2 either side."""
-    return jnp.maximum(1, jnp.round(num_leapfrog * (0.5 + u))).astype(jnp.int32)
+def trajectory_length(u, num_leapfrog, spread=LENGTH_SPREAD):
+    """K = max(1, round(n (1 + s (2u - 1)))) for u in [0, 1): mean about n, n s either side."""
+    return jnp.maximum(1, jnp.round(num_leapfrog * (1.0 + spread * (2.0 * u - 1.0)))
+                       ).astype(jnp.int32)
 
 
 def init(position, rng_key, value_and_grad):
@@ -138,7 +144,8 @@ def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool
             lambda: (q, v, g, jnp.float64(1.0)))
     else:
         flow_acc = jnp.float64(1.0)
-    n = trajectory_length(jax.random.uniform(k_len, dtype=jnp.float64), c.num_leapfrog)
+    n = trajectory_length(jax.random.uniform(k_len, dtype=jnp.float64), c.num_leapfrog,
+                          c.length_spread)
     q1, p1, v1, g1, dh, bad, used = langevin_trajectory(k_traj, q, p0, v, g, c, n, value_and_grad)
     log_r = jnp.where(bad, -jnp.inf, -dh)
     acc = jnp.log(jax.random.uniform(k_u, dtype=jnp.float64)) < log_r
@@ -152,9 +159,13 @@ def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool
 
 
 def check(params: Params, L=None):
-    """h > 0, gamma >= 0, alpha >= 0, trajectory length >= 1 (stability is not needed: the test
-    rejects unstable proposals)."""
+    """h > 0, gamma >= 0, alpha >= 0, trajectory length >= 1, its spread in [0, 1] (stability is
+    not needed: the test rejects unstable proposals)."""
     import math
+
+    s = params.length_spread
+    if s is not None and not (math.isfinite(float(s)) and 0.0 <= float(s) <= 1.0):
+        return f"length_spread must be in [0, 1], got {float(s)}"
 
     h, g, a, n = (float(x) for x in (params.step_size, params.gamma, params.alpha,
                                       params.num_leapfrog))
@@ -176,9 +187,10 @@ METHOD = Method(
                 "test; exact; adjusted KLMC at alpha=0)")
 
 
-def hfhr_exact(potential_fn, step_size, gamma=0.0, alpha=0.0, num_leapfrog=1.0) -> SamplingAlgorithm:
+def hfhr_exact(potential_fn, step_size, gamma=0.0, alpha=0.0, num_leapfrog=1.0,
+               length_spread=LENGTH_SPREAD) -> SamplingAlgorithm:
     """BlackJAX-style exact HFHR kernel on V = potential_fn: `init(position, key)`, `step(key, state)`."""
-    params = Params(step_size, gamma, alpha, num_leapfrog)
+    params = Params(step_size, gamma, alpha, num_leapfrog, length_spread)
     msg = check(params)
     if msg:
         raise ValueError(f"hfhr-exact: {msg}")
