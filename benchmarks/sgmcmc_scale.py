@@ -181,7 +181,7 @@ def parts(ns, B=256, D=50, repeats=5):
         K = host.block_steps(C)
         ikw = dict(steps=K, num_chains=C, num_obs=N, batch_size=B, replacement=True)
         on = np.ones(K, bool)
-        blocks = [stream._block_indices(jax.random.key(i), **ikw) for i in range(repeats + 1)]
+        blocks = [stream._block_indices(jax.random.key(i), **ikw) for i in range(repeats + 2)]
         ih = [np.asarray(b[0]) for b in blocks]
 
         def compute(i, rows=host._gather(ih[0])):

@@ -28,7 +28,7 @@ def _take_rows(A: np.ndarray, idx: np.ndarray, out: Optional[np.ndarray] = None)
         rec = np.dtype((np.void, A.shape[1] * A.dtype.itemsize))
         recs = A.reshape(-1).view(rec)
         if out is not None and out.dtype == A.dtype:
-            np.take(recs, idx, out=out.reshape(-1).view(rec))
+            np.take(recs, idx, out=out.reshape(-1).view(rec), mode=_mode(idx, A.shape[0]))
             return out
         rows = np.take(recs, idx).view(A.dtype).reshape(idx.size, A.shape[1])
     else:
@@ -37,6 +37,12 @@ def _take_rows(A: np.ndarray, idx: np.ndarray, out: Optional[np.ndarray] = None)
         return rows
     out[...] = rows
     return out
+
+
+def _mode(idx: np.ndarray, n: int) -> str:
+    """np.take's mode: "clip" when every index is in [0, n) (then np.take writes into `out`
+    without a buffered copy, the same rows), else "raise" (negative indices, errors)."""
+    return "clip" if idx.size == 0 or (idx.min() >= 0 and idx.max() < n) else "raise"
 
 
 def _stored(X) -> np.ndarray:
@@ -95,7 +101,7 @@ class ArraySource:
         Xo, yo = (None, None) if out is None else (out[0].reshape(flat.size, self.num_cols),
                                                     out[1].reshape(-1))
         X = np.asarray(_take_rows(self.X, flat, Xo), np.float64)
-        y = np.take(self.y, flat, out=yo)
+        y = np.take(self.y, flat, out=yo, mode=_mode(flat, self.num_rows))
         return X.reshape(idx.shape + (self.num_cols,)), y.reshape(idx.shape)
 
 

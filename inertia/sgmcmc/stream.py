@@ -5,8 +5,8 @@ A runner's `advance(key, states, num_draws, thin)` runs num_draws x thin steps o
 (chain, draw, dim); `calibrate` calls it block after block until the diagnostics pass.
 `SourceRunner` draws the minibatch indices of a block of steps in JAX (with replacement, or
 without: top-k of uniforms), gathers those rows from the source on the host (in-memory arrays
-are read where they are, a memory-mapped file only where the rows are) into aligned buffers the
-device uses without a copy, and runs the block's steps in one compiled `lax.scan` while the next
+are read where they are, a memory-mapped file only where the rows are) into two reused aligned
+buffers the device uses without a copy, and runs the block's steps in one compiled `lax.scan` while the next
 block's rows are gathered; memory holds two blocks of rows beyond the data. `DeviceRunner` keeps
 the rows on the device (sharded over devices with `jax.sharding`; the gather then reads across
 shards) and gathers each step's minibatch inside the compiled scan.
@@ -98,22 +98,36 @@ class SourceRunner:
         self.params = model.link._p()
         self.gamma_n = jnp.asarray(model.gamma / model.num_obs)
         self.blocks = 0
+        self._pool, self._turn, self._filling = {}, 0, None
 
     def _gather(self, idx: np.ndarray):
-        """The rows of idx as device arrays; in-memory and .npy sources write them into 64-byte
-        aligned buffers, which XLA's CPU client wraps without a copy."""
-        src = self.model.source
+        """The rows of idx as device arrays. In-memory and .npy sources write them into the next
+        of two reused 64-byte aligned host buffers (XLA's CPU client wraps those without a copy),
+        after the block that last read that buffer has run."""
+        src, self._filling = self.model.source, None
         if not isinstance(src, ArraySource):
             X, y = src.take(idx)
             return jax.device_put(X), jax.device_put(y)
-        X, y = src.take(idx, out=(aligned(idx.shape + (src.num_cols,)), aligned(idx.shape)))
+        slots = self._pool.get(idx.shape)
+        if slots is None:
+            slots = self._pool[idx.shape] = [
+                [aligned(idx.shape + (src.num_cols,)), aligned(idx.shape), None] for _ in "ab"]
+        slot = self._filling = slots[self._turn % 2]
+        self._turn += 1
+        if slot[2] is not None:
+            jax.block_until_ready(slot[2])
+        X, y = src.take(idx, out=(slot[0], slot[1]))
         return jax.device_put(X), jax.device_put(y)
 
     def _run(self, states, noise, active, idx):
         X, y = self._gather(np.asarray(idx))
-        return _block_run(states, self.Lam, self.root, noise, active, X, y, self.params,
-                          self.gamma_n, kind=self.model.link.kind,
-                          intercept=self.model.intercept, kappa=self.kappa, noisy=self.noisy)
+        states, pos = _block_run(states, self.Lam, self.root, noise, active, X, y, self.params,
+                                 self.gamma_n, kind=self.model.link.kind,
+                                 intercept=self.model.intercept, kappa=self.kappa,
+                                 noisy=self.noisy)
+        if self._filling is not None:
+            self._filling[2] = pos  # ready once the block has read its rows
+        return states, pos
 
     def block_steps(self, num_chains: int) -> int:
         """Steps per compiled block: about BLOCK_BYTES of gathered rows."""
