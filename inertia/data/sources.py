@@ -151,11 +151,14 @@ class NpySource(ArraySource):
 
     def take(self, idx, out=None) -> Tuple[np.ndarray, np.ndarray]:
         idx = np.asarray(idx)
-        X, y = self._split(_take_rows(self.A, idx.ravel()))
-        if out is not None:
-            out[0].reshape(X.shape)[...] = X
-            out[1].reshape(y.shape)[...] = y
+        rows = _take_rows(self.A, idx.ravel())
+        if out is None:
+            X, y = self._split(rows)
+        else:  # converted to float64 as they are written
             X, y = out
+            X.reshape(rows.shape[0], self.num_cols)[...] = (
+                rows[:, :-1] if self._contiguous else rows[:, self._pred])
+            y.reshape(-1)[...] = rows[:, self.response]
         return X.reshape(idx.shape + (self.num_cols,)), y.reshape(idx.shape)
 
 

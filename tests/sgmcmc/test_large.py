@@ -141,6 +141,23 @@ def test_gathered_rows_reach_the_cpu_device_without_a_copy():
     np.testing.assert_array_equal(np.asarray(yd), y[idx])
 
 
+@pytest.mark.parametrize("response", [-1, 1])
+def test_memory_mapped_rows_written_into_buffers_equal_a_plain_read(tmp_path, response):
+    from inertia.sgmcmc import stream
+
+    A = np.random.default_rng(2).normal(size=(50, 4)).astype(np.float32)
+    np.save(tmp_path / "a.npy", A)
+    src = NpySource(tmp_path / "a.npy", response)
+    idx = np.array([[3, 49, 3], [0, 7, 12]])
+    Xo, yo = src.take(idx, out=(stream.aligned((2, 3, 3)), stream.aligned((2, 3))))
+    X, y = src.take(idx)
+    pred = [c for c in range(4) if c != response % 4]
+    np.testing.assert_array_equal(X, A[idx][..., pred].astype(np.float64))
+    np.testing.assert_array_equal(Xo, X)
+    np.testing.assert_array_equal(yo, y)
+    np.testing.assert_array_equal(y, A[idx][..., response])
+
+
 def test_float32_rows_are_kept_and_read_as_float64():
     X, y = _glm_data("logistic")
     X32 = X.astype(np.float32)
