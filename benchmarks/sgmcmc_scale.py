@@ -255,7 +255,8 @@ def main():
     ap.add_argument("--ns50", default="1e5,3e5,1e6,3e6,1e7")
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--big-steps", type=int, default=4_000)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: scale,big,ess,steps,parts")
+    ap.add_argument("--skip", default="",
+                    help="comma list of parts to skip: scale,big,ess,steps,parts")
     ap.add_argument("--steps-case", action="store_true")
     ap.add_argument("--parts-case", action="store_true")
     a = ap.parse_args()

@@ -6,10 +6,10 @@ A runner's `advance(key, states, num_draws, thin)` runs num_draws x thin steps o
 `SourceRunner` draws the minibatch indices of a block of steps in JAX (with replacement, or
 without: top-k of uniforms), gathers those rows from the source on the host (in-memory arrays
 are read where they are, a memory-mapped file only where the rows are) into two reused aligned
-buffers the device uses without a copy, and runs the block's steps in one compiled `lax.scan` while the next
-block's rows are gathered; memory holds two blocks of rows beyond the data. `DeviceRunner` keeps
-the rows on the device (sharded over devices with `jax.sharding`; the gather then reads across
-shards) and gathers each step's minibatch inside the compiled scan.
+buffers the device uses without a copy, and runs the block's steps in one compiled `lax.scan`
+while the next block's rows are gathered; memory holds two blocks of rows beyond the data.
+`DeviceRunner` keeps the rows on the device (sharded over devices with `jax.sharding`; the
+gather then reads across shards) and gathers each step's minibatch inside the compiled scan.
 """
 from __future__ import annotations
 
