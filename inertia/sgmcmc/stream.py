@@ -149,19 +149,24 @@ class SourceRunner:
                                   num_obs=self.model.num_obs, batch_size=self.B,
                                   replacement=self.replacement)
 
-        nxt, out = indices(0), []
+        def kept(pos, keep):
+            return np.swapaxes(np.asarray(pos)[keep], 0, 1)
+
+        nxt, out, pending = indices(0), [], None
         for b, done in enumerate(starts):
             idx, noise = nxt
             if b + 1 < len(starts):
                 nxt = indices(starts[b + 1])
             n = min(K, total - done)
             states, pos = self._run(states, noise, np.arange(K) < n, idx)
+            if pending is not None:  # the previous block, done or nearly: host memory stays O(kept)
+                out.append(kept(*pending))
             keep = np.nonzero((done + np.arange(n) + 1) % thin == 0)[0]
-            if keep.size:
-                out.append((pos, keep))
+            pending = (pos, keep) if keep.size else None
             self.blocks += 1
-        return states, np.concatenate([np.swapaxes(np.asarray(p)[k], 0, 1) for p, k in out],
-                                      axis=1)
+        if pending is not None:
+            out.append(kept(*pending))
+        return states, np.concatenate(out, axis=1)
 
 
 def aligned(shape, dtype=np.float64) -> np.ndarray:
