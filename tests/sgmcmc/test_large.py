@@ -135,6 +135,11 @@ def test_gathered_rows_reach_the_cpu_device_without_a_copy():
     np.testing.assert_array_equal(Xt, X[idx])
     np.testing.assert_array_equal(yt, y[idx])
     assert jax.device_put(Xt).unsafe_buffer_pointer() == Xt.ctypes.data
+    Xn, yn = src.take(np.array([-1, 2]), out=(stream.aligned((2, 3)), stream.aligned(2)))
+    np.testing.assert_array_equal(Xn, X[[-1, 2]])  # negative indices as numpy reads them
+    np.testing.assert_array_equal(yn, y[[-1, 2]])
+    with pytest.raises(IndexError):
+        src.take(np.array([300]), out=(stream.aligned((1, 3)), stream.aligned(1)))
     lm = large_model("logistic", src, intercept=True)
     Xd, yd = stream.SourceRunner(lm, Lambda=np.eye(4), batch_size=7)._gather(idx)
     np.testing.assert_array_equal(np.asarray(Xd), X[idx])
