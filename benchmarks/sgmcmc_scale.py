@@ -8,8 +8,11 @@
    calibrate with the offline step on a 1e5-row subsample (read by index) for the time per SGLD
    step (minibatch rows gathered from the file), peak RSS.
 3. Run to a target ESS (target_ess=400, the converged verdict) at N = 1e6, B = 1024.
-4. Time per SGLD step against N in one process (interleaved repeats, best of 3), the chunked
-   path's block-gathered chains vs the in-memory sampler (`kernels.make_sampler`), B = 256.
+4. Time per SGLD step against N in one process (interleaved repeats, best of 3), B = 256: the
+   chunked path (rows gathered on the host per block of steps), rows kept on the device and
+   gathered inside the compiled scan, and the in-memory sampler (`kernels.make_sampler`).
+5. One step's parts at N = 1e5 and 1e7, D = 50: index generation, host row gather, compiled
+   steps on gathered rows, whole step on the host-gather and device-gather paths.
 Results: benchmarks/results/sgmcmc_scale.json and .png. Run the cases one at a time (2 cores).
 """
 from __future__ import annotations
@@ -118,7 +121,9 @@ def big(N, path, steps):
 
 
 def steps(ns, B=256, D=10, n_steps=4000, repeats=3):
-    """Step time of both samplers at each N, interleaved so the machine's load hits all alike."""
+    """Step time at each N of the chunked path (rows gathered on the host), of rows kept on the
+    device and gathered inside the compiled scan, and of the in-memory sampler
+    (`kernels.make_sampler`); interleaved so the machine's load hits all alike."""
     import jax
     import numpy as np
 
@@ -132,24 +137,76 @@ def steps(ns, B=256, D=10, n_steps=4000, repeats=3):
         X, y = _data(N, D)
         lm = large_model("logistic", ArraySource(X, y), intercept=True, validate=False)
         lam = np.eye(D) * 2.0 * B / N
+        host = stream.SourceRunner(lm, Lambda=lam, batch_size=B)
         dev = stream.DeviceRunner(lm, Lambda=lam, batch_size=B)
         st = stream.init_states(np.zeros((4, D)))
         m = make_model("logistic", X, y, intercept=True)
         old = kernels.make_sampler(m, batch_size=B, num_draws=n_steps)
-        runs[N] = (lambda k, d=dev, s=st: d.advance(k, s, n_steps)[1],
+        runs[N] = (lambda k, h=host, s=st: h.advance(k, s, n_steps)[1],
+                   lambda k, d=dev, s=st: d.advance(k, s, n_steps)[1],
                    lambda k, o=old, L=lam: np.asarray(o(k, L, np.zeros((4, D)))))
         for f in runs[N]:
             f(jax.random.key(0))  # compile
-    best = {N: [np.inf, np.inf] for N in ns}
+    best = {N: [np.inf] * 3 for N in ns}
     for r in range(repeats):
         for N in ns:
             for j, f in enumerate(runs[N]):
                 t0 = time.perf_counter()
                 f(jax.random.key(r + 1))
                 best[N][j] = min(best[N][j], (time.perf_counter() - t0) / n_steps * 1e6)
-    rows = [dict(N=N, chunked_step_us=b[0], in_memory_step_us=b[1], ratio=b[0] / b[1])
-            for N, b in best.items()]
+    rows = [dict(N=N, D=D, chunked_step_us=b[0], device_gather_step_us=b[1],
+                 in_memory_step_us=b[2], ratio=b[0] / b[2]) for N, b in best.items()]
     print(json.dumps(rows))
+
+
+def parts(ns, B=256, D=50, repeats=5):
+    """One SGLD step's parts at each N (us per step of 4 chains, best of `repeats`, fresh
+    indices each time): index generation, host row gather, compiled steps on gathered rows,
+    the chunked path's whole step, and the whole step with the rows gathered on the device."""
+    import jax
+    import numpy as np
+
+    import inertia  # noqa: F401
+    from inertia.data.sources import ArraySource
+    from inertia.sgmcmc import stream
+    from inertia.sgmcmc.large import large_model
+
+    C, out = 4, []
+    for N in ns:
+        X, y = _data(N, D)
+        lm = large_model("logistic", ArraySource(X, y), intercept=True, validate=False)
+        kw = dict(Lambda=np.eye(D) * 2.0 * B / N, batch_size=B, temperature=float(N))
+        host, dev = stream.SourceRunner(lm, **kw), stream.DeviceRunner(lm, **kw)
+        st = stream.init_states(np.zeros((C, D)))
+        K = host.block_steps(C)
+        ikw = dict(steps=K, num_chains=C, num_obs=N, batch_size=B, replacement=True)
+        on = np.ones(K, bool)
+        blocks = [stream._block_indices(jax.random.key(i), **ikw) for i in range(repeats + 2)]
+        ih = [np.asarray(b[0]) for b in blocks]
+
+        def compute(i, rows=host._gather(ih[0])):
+            return stream._block_run(st, host.Lam, host.root, blocks[i][1], on, *rows,
+                                     host.params, host.gamma_n, kind="logistic",
+                                     intercept=True, kappa=0.0, noisy=True)
+
+        fs = dict(indices=lambda i: stream._block_indices(jax.random.key(100 + i), **ikw),
+                  host_gather=lambda i: host._gather(ih[i + 1]), compiled_steps=compute,
+                  chunked_step=lambda i: host.advance(jax.random.key(i), st, 8 * K)[1],
+                  device_gather_step=lambda i: dev.advance(jax.random.key(i), st, 8 * K)[1])
+        per = dict(indices=K, host_gather=K, compiled_steps=K, chunked_step=8 * K,
+                   device_gather_step=8 * K)
+        for f in fs.values():
+            jax.block_until_ready(f(repeats))  # compile
+        row = dict(N=N, D=D, block_steps=K)
+        for name, f in fs.items():
+            ts = []
+            for i in range(repeats):
+                t0 = time.perf_counter()
+                jax.block_until_ready(f(i))
+                ts.append(time.perf_counter() - t0)
+            row[name + "_us"] = min(ts) / per[name] * 1e6
+        out.append(row)
+    print(json.dumps(out))
 
 
 def _child(args):
@@ -198,8 +255,10 @@ def main():
     ap.add_argument("--ns50", default="1e5,3e5,1e6,3e6,1e7")
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--big-steps", type=int, default=4_000)
-    ap.add_argument("--skip", default="", help="comma list of parts to skip: scale,big,ess,steps")
+    ap.add_argument("--skip", default="",
+                    help="comma list of parts to skip: scale,big,ess,steps,parts")
     ap.add_argument("--steps-case", action="store_true")
+    ap.add_argument("--parts-case", action="store_true")
     a = ap.parse_args()
     if a.case:
         N, D, B, S = (int(v) for v in a.case)
@@ -208,6 +267,8 @@ def main():
         return big(int(float(a.big_case[0])), a.big_case[1], a.steps)
     if a.steps_case:
         return steps([10 ** 5, 10 ** 6, 10 ** 7])
+    if a.parts_case:
+        return parts([10 ** 5, 10 ** 7])
     skip = set(a.skip.split(","))
     OUT.mkdir(exist_ok=True)
     res_path = OUT / "sgmcmc_scale.json"
@@ -236,6 +297,9 @@ def main():
     if "steps" not in skip:
         res["step_time"] = _child(["--steps-case"])
         res_path.write_text(json.dumps(res, indent=1))
+    if "parts" not in skip:
+        res["step_parts"] = _child(["--parts-case"])
+        res_path.write_text(json.dumps(res, indent=1))
     if "big" not in skip:
         res["memmap"] = _child(["--big-case", str(int(a.big)), a.big_path,
                                 "--steps", str(a.big_steps)])
@@ -244,7 +308,8 @@ def main():
         res["memory_vs_data"] = _memory_fit(res["scale"])
         res_path.write_text(json.dumps(res, indent=1))
     _plot(res)
-    print(json.dumps({k: res.get(k) for k in ("exponents", "memory_vs_data", "step_time")},
+    print(json.dumps({k: res.get(k) for k in ("exponents", "memory_vs_data", "step_time",
+                                              "step_parts")},
                      indent=1))
 
 

@@ -21,12 +21,34 @@ import numpy as np
 Block = Tuple[int, np.ndarray, np.ndarray]
 
 
-def _take_rows(A: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """A[idx] for a 2-D array, one record copy per row when A is C-contiguous (memory maps too)."""
+def _take_rows(A: np.ndarray, idx: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
+    """A[idx] for a 2-D array, one record copy per row when A is C-contiguous (memory maps too);
+    written into `out` (C-contiguous, (idx.size, p), any float dtype) when given."""
     if A.flags.c_contiguous and A.shape[1]:
         rec = np.dtype((np.void, A.shape[1] * A.dtype.itemsize))
-        return np.take(A.reshape(-1).view(rec), idx).view(A.dtype).reshape(idx.size, A.shape[1])
-    return A[idx]
+        recs = A.reshape(-1).view(rec)
+        if out is not None and out.dtype == A.dtype:
+            np.take(recs, idx, out=out.reshape(-1).view(rec), mode=_mode(idx, A.shape[0]))
+            return out
+        rows = np.take(recs, idx).view(A.dtype).reshape(idx.size, A.shape[1])
+    else:
+        rows = A[idx]
+    if out is None:
+        return rows
+    out[...] = rows
+    return out
+
+
+def _mode(idx: np.ndarray, n: int) -> str:
+    """np.take's mode: "clip" when every index is in [0, n) (then np.take writes into `out`
+    without a buffered copy, the same rows), else "raise" (negative indices, errors)."""
+    return "clip" if idx.size == 0 or (idx.min() >= 0 and idx.max() < n) else "raise"
+
+
+def _stored(X) -> np.ndarray:
+    """X as float32 or float64 without a copy when it already is one of them, else float64."""
+    X = np.asarray(X)
+    return X if X.dtype in (np.float32, np.float64) else np.asarray(X, np.float64)
 
 
 def as_rows(X, y):
@@ -41,10 +63,15 @@ def as_rows(X, y):
 
 
 class ArraySource:
-    """Rows of in-memory arrays X (N, p) and y (N,) (no copy when they are float64)."""
+    """Rows of in-memory arrays X (N, p) and y (N,), read as float64; X is kept as given when it
+    is float32 or float64 (no copy), y is float64."""
 
     def __init__(self, X, y, names: Optional[Sequence[str]] = None):
-        self.X, self.y = as_rows(X, y)
+        X = _stored(X)
+        if X.ndim != 2:
+            raise ValueError(f"X must be a 2-D array (N, p); got shape {X.shape}")
+        _, self.y = as_rows(np.empty((X.shape[0], 0)), y)  # y as float64, lengths checked
+        self.X = X
         self.names = list(names) if names is not None else [f"x{i}" for i in range(X.shape[1])]
 
     @property
@@ -66,12 +93,16 @@ class ArraySource:
             e = min(s + chunk, stop)
             yield s, np.asarray(self.X[s:e], np.float64), np.asarray(self.y[s:e], np.float64)
 
-    def take(self, idx) -> Tuple[np.ndarray, np.ndarray]:
-        """(X[idx], y[idx]) as float64 arrays; idx may have any shape (rows on the last axes)."""
+    def take(self, idx, out=None) -> Tuple[np.ndarray, np.ndarray]:
+        """(X[idx], y[idx]) as float64 arrays; idx may have any shape (rows on the last axes).
+        `out` = (X_out, y_out), C-contiguous float64 of those shapes, receives the rows."""
         idx = np.asarray(idx)
-        X = np.asarray(_take_rows(self.X, idx.ravel()), np.float64)
-        return (X.reshape(idx.shape + (self.num_cols,)),
-                np.asarray(self.y[idx.ravel()], np.float64).reshape(idx.shape))
+        flat = idx.ravel()
+        Xo, yo = (None, None) if out is None else (out[0].reshape(flat.size, self.num_cols),
+                                                    out[1].reshape(-1))
+        X = np.asarray(_take_rows(self.X, flat, Xo), np.float64)
+        y = np.take(self.y, flat, out=yo, mode=_mode(flat, self.num_rows))
+        return X.reshape(idx.shape + (self.num_cols,)), y.reshape(idx.shape)
 
 
 class NpySource(ArraySource):
@@ -118,9 +149,16 @@ class NpySource(ArraySource):
             X, y = self._split(self.A[s:e])
             yield s, X, y
 
-    def take(self, idx) -> Tuple[np.ndarray, np.ndarray]:
+    def take(self, idx, out=None) -> Tuple[np.ndarray, np.ndarray]:
         idx = np.asarray(idx)
-        X, y = self._split(_take_rows(self.A, idx.ravel()))
+        rows = _take_rows(self.A, idx.ravel())
+        if out is None:
+            X, y = self._split(rows)
+        else:  # converted to float64 as they are written
+            X, y = out
+            X.reshape(rows.shape[0], self.num_cols)[...] = (
+                rows[:, :-1] if self._contiguous else rows[:, self._pred])
+            y.reshape(-1)[...] = rows[:, self.response]
         return X.reshape(idx.shape + (self.num_cols,)), y.reshape(idx.shape)
 
 

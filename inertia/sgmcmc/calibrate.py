@@ -314,7 +314,6 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     from .._random import check_seed
 
     seed = check_seed(seed)
-    from ..data import sources
     from . import stream
 
     kw = dict(model_kw)
@@ -417,10 +416,8 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
                    temperature=temperature, momentum=momentum)
         if sharded is not None:
             runner = stream.DeviceRunner(lm, sharded, **rkw)
-        elif lm is not None and isinstance(lm.source, sources.NpySource):
-            runner = stream.SourceRunner(lm, **rkw)
         elif lm is not None:
-            runner = stream.DeviceRunner(lm, **rkw)
+            runner = stream.SourceRunner(lm, **rkw)
         else:
             runner = stream.ModelRunner(m, **rkw)
         draws, kept = stream.run_to_ess(runner, k_run, starts, burn_in=burn_in,

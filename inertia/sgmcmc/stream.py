@@ -4,11 +4,12 @@ A runner's `advance(key, states, num_draws, thin)` runs num_draws x thin steps o
 (eq. 4 / B.3 through `kernels._kernel`) and returns the new states and the kept positions
 (chain, draw, dim); `calibrate` calls it block after block until the diagnostics pass.
 `SourceRunner` draws the minibatch indices of a block of steps in JAX (with replacement, or
-without: top-k of uniforms), gathers those rows from the source on the host (a memory-mapped file
-is read only where the rows are) and runs the block's steps in one compiled `lax.scan`; so the
-time per step does not depend on N and memory holds one block of rows. `DeviceRunner` keeps
-in-memory rows on the device, or sharded over devices (`jax.sharding`; the gather then reads
-across shards), and gathers each step's minibatch inside the compiled scan.
+without: top-k of uniforms), gathers those rows from the source on the host (in-memory arrays
+are read where they are, a memory-mapped file only where the rows are) into two reused aligned
+buffers the device uses without a copy, and runs the block's steps in one compiled `lax.scan`
+while the next block's rows are gathered; memory holds two blocks of rows beyond the data.
+`DeviceRunner` keeps the rows on the device (sharded over devices with `jax.sharding`; the
+gather then reads across shards) and gathers each step's minibatch inside the compiled scan.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import kernels
+from ..data.sources import ArraySource
 from .models import _LINKS, Model
 
 BLOCK_BYTES = 1 << 25  # gathered rows per block of steps
@@ -96,13 +98,36 @@ class SourceRunner:
         self.params = model.link._p()
         self.gamma_n = jnp.asarray(model.gamma / model.num_obs)
         self.blocks = 0
+        self._pool, self._turn, self._filling = {}, 0, None
+
+    def _gather(self, idx: np.ndarray):
+        """The rows of idx as device arrays. In-memory and .npy sources write them into the next
+        of two reused 64-byte aligned host buffers (XLA's CPU client wraps those without a copy),
+        after the block that last read that buffer has run."""
+        src, self._filling = self.model.source, None
+        if not isinstance(src, ArraySource):
+            X, y = src.take(idx)
+            return jax.device_put(X), jax.device_put(y)
+        slots = self._pool.get(idx.shape)
+        if slots is None:
+            slots = self._pool[idx.shape] = [
+                [aligned(idx.shape + (src.num_cols,)), aligned(idx.shape), None] for _ in "ab"]
+        slot = self._filling = slots[self._turn % 2]
+        self._turn += 1
+        if slot[2] is not None:
+            jax.block_until_ready(slot[2])
+        X, y = src.take(idx, out=(slot[0], slot[1]))
+        return jax.device_put(X), jax.device_put(y)
 
     def _run(self, states, noise, active, idx):
-        X, y = self.model.source.take(np.asarray(idx))
-        return _block_run(states, self.Lam, self.root, noise, active, jax.device_put(X),
-                          jax.device_put(y), self.params, self.gamma_n,
-                          kind=self.model.link.kind, intercept=self.model.intercept,
-                          kappa=self.kappa, noisy=self.noisy)
+        X, y = self._gather(np.asarray(idx))
+        states, pos = _block_run(states, self.Lam, self.root, noise, active, X, y, self.params,
+                                 self.gamma_n, kind=self.model.link.kind,
+                                 intercept=self.model.intercept, kappa=self.kappa,
+                                 noisy=self.noisy)
+        if self._filling is not None:
+            self._filling[2] = pos  # ready once the block has read its rows
+        return states, pos
 
     def block_steps(self, num_chains: int) -> int:
         """Steps per compiled block: about BLOCK_BYTES of gathered rows."""
@@ -110,22 +135,46 @@ class SourceRunner:
         return int(max(1, BLOCK_BYTES // row))
 
     def advance(self, key, states, num_draws: int, thin: int = 1):
-        """num_draws x thin more steps per chain; (states, kept positions (chain, draw, dim))."""
+        """num_draws x thin more steps per chain; (states, kept positions (chain, draw, dim)).
+
+        Block b + 1's indices are dispatched before block b's rows are gathered, and block b's
+        steps run (asynchronously) while block b + 1's rows are gathered."""
         C = states.position.shape[0]
         K = self.block_steps(C)
-        total, out, done = int(num_draws) * int(thin), [], 0
-        while done < total:
+        total = int(num_draws) * int(thin)
+        starts = list(range(0, total, K))
+
+        def indices(done):
+            return _block_indices(jax.random.fold_in(key, done), steps=K, num_chains=C,
+                                  num_obs=self.model.num_obs, batch_size=self.B,
+                                  replacement=self.replacement)
+
+        def kept(pos, keep):
+            return np.swapaxes(np.asarray(pos)[keep], 0, 1)
+
+        nxt, out, pending = indices(0), [], None
+        for b, done in enumerate(starts):
+            idx, noise = nxt
+            if b + 1 < len(starts):
+                nxt = indices(starts[b + 1])
             n = min(K, total - done)
-            idx, noise = _block_indices(jax.random.fold_in(key, done), steps=K, num_chains=C,
-                                        num_obs=self.model.num_obs, batch_size=self.B,
-                                        replacement=self.replacement)
-            states, pos = self._run(states, noise, jnp.arange(K) < n, idx)
+            states, pos = self._run(states, noise, np.arange(K) < n, idx)
+            if pending is not None:  # the previous block, done or nearly: host memory stays O(kept)
+                out.append(kept(*pending))
             keep = np.nonzero((done + np.arange(n) + 1) % thin == 0)[0]
-            if keep.size:
-                out.append(np.swapaxes(np.asarray(pos)[keep], 0, 1))
-            done += n
+            pending = (pos, keep) if keep.size else None
             self.blocks += 1
+        if pending is not None:
+            out.append(kept(*pending))
         return states, np.concatenate(out, axis=1)
+
+
+def aligned(shape, dtype=np.float64) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data start on a 64-byte boundary."""
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    off = -raw.ctypes.data % 64
+    return raw[off:off + nbytes].view(dtype).reshape(shape)
 
 
 @partial(jax.jit, static_argnames=("kind", "intercept", "kappa", "noisy"))

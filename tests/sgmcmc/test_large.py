@@ -99,6 +99,82 @@ def test_memory_mapped_file_gives_the_array_answer(tmp_path):
     assert np.max(np.abs(b.draws - a.draws)) < 1e-12 * np.max(np.abs(a.draws))
 
 
+def test_host_gathered_blocks_equal_the_in_program_gather(monkeypatch):
+    import jax
+
+    from inertia.sgmcmc import stream
+
+    X, y = _glm_data("logistic")
+    lm = large_model("logistic", ArraySource(X, y), intercept=True)
+    monkeypatch.setattr(stream, "BLOCK_BYTES", 7 * 8 * 4 * 2 * 32)  # 7 steps a block
+    kw = dict(Lambda=0.3 * np.eye(4) * 32 / 1500, batch_size=32, temperature=1500.0)
+    host, dev = stream.SourceRunner(lm, **kw), stream.DeviceRunner(lm, **kw)
+    assert host.block_steps(2) == 7
+    states = stream.init_states(np.tile([0.2, -0.5, 0.0, 0.5], (2, 1)))
+    sh, dh = host.advance(jax.random.key(3), states, 50, thin=3)  # 150 steps: 22 blocks
+    sd, dd = dev.advance(jax.random.key(3), states, 50, thin=3)
+    assert dh.shape == dd.shape == (2, 50, 4) and host.blocks == 22
+    assert np.max(np.abs(dh - dd)) < 1e-12 * np.max(np.abs(dd))
+    assert np.max(np.abs(np.asarray(sh.position) - np.asarray(sd.position))) < 1e-12
+
+
+def test_gathered_rows_reach_the_cpu_device_without_a_copy():
+    import jax
+
+    from inertia.sgmcmc import stream
+
+    if jax.default_backend() != "cpu":
+        pytest.skip("zero-copy host buffers are a CPU-client property")
+    X, y = _glm_data("logistic", n=300)
+    src = ArraySource(X, y)
+    idx = np.random.default_rng(0).integers(0, 300, size=(5, 2, 7))
+    out = (stream.aligned((5, 2, 7, 3)), stream.aligned((5, 2, 7)))
+    assert out[0].ctypes.data % 64 == 0 and out[1].ctypes.data % 64 == 0
+    Xt, yt = src.take(idx, out=out)
+    assert Xt.ctypes.data == out[0].ctypes.data and yt.ctypes.data == out[1].ctypes.data
+    np.testing.assert_array_equal(Xt, X[idx])
+    np.testing.assert_array_equal(yt, y[idx])
+    assert jax.device_put(Xt).unsafe_buffer_pointer() == Xt.ctypes.data
+    Xn, yn = src.take(np.array([-1, 2]), out=(stream.aligned((2, 3)), stream.aligned(2)))
+    np.testing.assert_array_equal(Xn, X[[-1, 2]])  # negative indices as numpy reads them
+    np.testing.assert_array_equal(yn, y[[-1, 2]])
+    with pytest.raises(IndexError):
+        src.take(np.array([300]), out=(stream.aligned((1, 3)), stream.aligned(1)))
+    lm = large_model("logistic", src, intercept=True)
+    Xd, yd = stream.SourceRunner(lm, Lambda=np.eye(4), batch_size=7)._gather(idx)
+    np.testing.assert_array_equal(np.asarray(Xd), X[idx])
+    np.testing.assert_array_equal(np.asarray(yd), y[idx])
+
+
+@pytest.mark.parametrize("response", [-1, 1])
+def test_memory_mapped_rows_written_into_buffers_equal_a_plain_read(tmp_path, response):
+    from inertia.sgmcmc import stream
+
+    A = np.random.default_rng(2).normal(size=(50, 4)).astype(np.float32)
+    np.save(tmp_path / "a.npy", A)
+    src = NpySource(tmp_path / "a.npy", response)
+    idx = np.array([[3, 49, 3], [0, 7, 12]])
+    Xo, yo = src.take(idx, out=(stream.aligned((2, 3, 3)), stream.aligned((2, 3))))
+    X, y = src.take(idx)
+    pred = [c for c in range(4) if c != response % 4]
+    np.testing.assert_array_equal(X, A[idx][..., pred].astype(np.float64))
+    np.testing.assert_array_equal(Xo, X)
+    np.testing.assert_array_equal(yo, y)
+    np.testing.assert_array_equal(y, A[idx][..., response])
+
+
+def test_float32_rows_are_kept_and_read_as_float64():
+    X, y = _glm_data("logistic")
+    X32 = X.astype(np.float32)
+    src = ArraySource(X32, y)
+    assert src.X is X32 and src.nbytes == X32.nbytes + y.nbytes
+    Xt, _ = src.take(np.array([[4, 0], [1499, 4]]))
+    assert Xt.dtype == np.float64
+    np.testing.assert_array_equal(Xt, X32.astype(np.float64)[[[4, 0], [1499, 4]]])
+    a, b = _fixed((X32, y), large=True), _fixed((X32.astype(np.float64), y), large=True)
+    np.testing.assert_array_equal(a.draws, b.draws)
+
+
 def test_parquet_and_csv_sources_read_in_row_groups(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.csv as pcsv
