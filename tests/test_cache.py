@@ -21,7 +21,7 @@ def _probe(tmp_path, **env):
 
 def test_cache_folder_rules(tmp_path):
     path, least = _probe(tmp_path)
-    assert path == str(tmp_path / "xdg" / "inertia" / "jax") and float(least) == 0.05
+    assert path == str(tmp_path / "xdg" / "inertia" / "jax") and float(least) == 0.0
     assert _probe(tmp_path, INERTIA_JAX_CACHE=str(tmp_path / "c"))[0] == str(tmp_path / "c")
     assert len(_probe(tmp_path, INERTIA_JAX_CACHE="off")) == 1  # no folder printed
     mine = str(tmp_path / "mine")
