@@ -38,6 +38,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from . import chains
+from .chains import MAX_LEAPFROG
 from .kernels.base import Params
 from .kernels.exact import LENGTH_SPREAD
 
@@ -53,7 +54,6 @@ STEP_SCALES = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3)  # tried in a kep
 MIN_MODEL_ACCEPT = TARGET_ACCEPT  # smallest modelled mean acceptance of a new step size
 ROBUST = (0.8, 1.0, 1.25)  # a kept frame's eigenvalues are trusted to these factors
 CALIBRATION = (0.5, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
-from .chains import DA_GAMMA, DA_KAPPA, DA_T0, MAX_LEAPFROG  # noqa: E402,F401
 
 
 def value_and_grad_fn(target):

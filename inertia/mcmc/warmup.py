@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
-from typing import Optional
 
 import jax
 import jax.numpy as jnp

@@ -5,7 +5,7 @@ import dataclasses
 import math
 import time
 import warnings
-from typing import Any, Optional
+from typing import Optional
 
 import jax
 import numpy as np
