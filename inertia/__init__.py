@@ -21,6 +21,14 @@ _cache.enable()
 __version__ = "0.1.0"
 
 
+def compile_tier(name: str):
+    """Context manager: `fit` and `sample` inside it compile their XLA programs at tier `name`,
+    "fast" (quick to compile) or "optimized" (XLA's default); see inertia._compile."""
+    from ._compile import tier
+
+    return tier(name)
+
+
 def load(path):
     """A result saved by `res.save(path)` or `inertia fit|sample --save PATH.nc` (needs arviz)."""
     from .results import load as _load

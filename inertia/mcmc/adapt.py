@@ -37,6 +37,7 @@ import numpy as np
 
 from scipy.special import ndtr
 
+from .. import _compile
 from . import chains
 from .chains import MAX_LEAPFROG
 from .kernels.base import Params
@@ -346,7 +347,7 @@ def _warmup_keys(num_chains: int, d: int, raises: int):
                 "stage1": k2,
                 "stage2": jnp.stack([jax.random.fold_in(k3, a) for a in range(raises + 1)])}
 
-    return jax.jit(keys)
+    return _compile.jit(keys)
 
 
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.linalg
 from jax.flatten_util import ravel_pytree
 
+from .. import _compile
 from .kernels import Method, Params, get_method
 
 
@@ -48,7 +49,7 @@ def affine_map(method, params: Params, precision, mean=None):
     return np.asarray(A), np.asarray(c), np.asarray(Q)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _affine_map(m: Method, params: Params, P, mu):
     d = P.shape[0]
     k = _phase_dim(m)
@@ -71,7 +72,7 @@ def propagate(A, c, Q, m0, S0, num_steps):
             np.concatenate([np.asarray(S0, dtype=np.float64)[None], np.asarray(Ss)]))
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _propagate(num_steps, A, c, Q, m0, S0):
     def body(carry, _):
         mk, Sk = carry
@@ -102,7 +103,7 @@ def w2_gaussian(m1, S1, m2, S2) -> float:
     return float(np.sqrt(max(val, 0.0)))
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _maps_1d(method: Method, params: Params, lam):
     """(A_i, Q_i) of the decoupled chain on lam_i x^2 / 2 for each eigenvalue (vectorised)."""
     k = _phase_dim(method)
@@ -121,7 +122,7 @@ def _maps_1d(method: Method, params: Params, lam):
     return jax.vmap(one)(lam)
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
+@functools.partial(_compile.jit, static_argnums=(0,))
 def _maps_1d_grid(method: Method, params: Params, lam):
     return jax.vmap(lambda p: _maps_1d(method, p, lam))(params)
 
@@ -130,7 +131,7 @@ def _w2_from_coords(mq, vq, sd_target):
     return jnp.sqrt(jnp.sum(mq**2 + (jnp.sqrt(jnp.maximum(vq, 0.0)) - sd_target) ** 2, axis=-1))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+@functools.partial(_compile.jit, static_argnums=(0, 1))
 def _scan_w2(method: Method, num_steps: int, params, lam, m0, S0, tol):
     """W2 curves of the decoupled law for a batch of parameters, and the first step with W2 <= tol."""
     sd = 1.0 / jnp.sqrt(lam)

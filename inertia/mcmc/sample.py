@@ -4,13 +4,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import warnings
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _warnings
+from .. import _compile
 from .._random import check_seed
 from . import chains
 from .kernels import Method, Params, get_method
@@ -172,12 +173,12 @@ def _cached_fn_runner(method, num_draws, thinning):
     def one_chain(carry, params, fn):
         return _chain_scan(method, fn, num_draws, thinning)(carry, params)
 
-    return jax.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return _compile.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
 
 
 @functools.lru_cache(maxsize=32)
 def _cached_runner(method, grad_fn, num_draws, thinning):
-    return jax.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)))
+    return _compile.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)))
 
 
 def _chain_scan(method, grad_fn, num_draws, thinning):
@@ -216,7 +217,7 @@ def _chain_scan(method, grad_fn, num_draws, thinning):
 @functools.lru_cache(maxsize=8)
 def _chain_keys(num_chains: int):
     """seed -> (num_chains, 3, 2) keys: split(split(PRNGKey(seed), num_chains)[c], 3), one program."""
-    return jax.jit(lambda seed: jax.vmap(lambda k: jax.random.split(k, 3))(
+    return _compile.jit(lambda seed: jax.vmap(lambda k: jax.random.split(k, 3))(
         jax.random.split(jax.random.PRNGKey(seed), num_chains)))
 
 
@@ -227,12 +228,12 @@ def _init_fn(method, grad_fn):
     if method.adjusted:
         run = _fn_init(method)
         return lambda qs, ks: run(qs, ks, grad_fn)
-    return jax.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
+    return _compile.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
 
 
 @functools.lru_cache(maxsize=16)
 def _fn_init(method):
-    return jax.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
+    return _compile.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
 
 
 def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:
@@ -634,7 +635,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
                + "), or the model is not finite in a region the chain entered")
         if on_divergence == "raise":
             raise FloatingPointError(msg)
-        warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning, stacklevel=2)
+        _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
     if m.adjusted:
         from .adapt import chain_summary
 
@@ -670,7 +671,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
             res.diagnostics.problems.extend(verdict_problems(
                 chains, target_accept, tuning, unconverged=bool(res.diagnostics.problems)))
         if not res.diagnostics.converged:
-            warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning, stacklevel=2)
+            _warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning)
     return res
 
 

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _compile
 from ..targets.base import Target
 from ..targets.whiten import whiten
 from ..vi.auto import SWITCH_KAPPA
@@ -58,7 +59,7 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     from ..targets.curvature import estimate_curvature
 
     if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
-        target = target.replace(hess_matmul_fn=jax.jit(
+        target = target.replace(hess_matmul_fn=_compile.jit(
             lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
     est = estimate_curvature(target, num_points=1, margin=1.0, seed=seed)
     info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],

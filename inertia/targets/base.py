@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from inertia import _compile
 Array = jax.Array
 
 
@@ -283,7 +284,7 @@ def batched_potential(potential):
     rays and the sampler's non-finite check share its compilation at BATCH rows."""
     fn = _BATCHED.get(potential)
     if fn is None:
-        fn = _BATCHED[potential] = jax.jit(jax.vmap(potential))
+        fn = _BATCHED[potential] = _compile.jit(jax.vmap(potential))
     return fn
 
 
@@ -309,11 +310,11 @@ def jitted(target: Target, what: str):
     cache = _JIT_CACHE.setdefault(target.potential, {})
     if what not in cache:
         if what == "value_and_grad":
-            cache[what] = jax.jit(lambda x: (target.potential(x), target.grad(x)))
+            cache[what] = _compile.jit(lambda x: (target.potential(x), target.grad(x)))
         elif what == "hessian":
-            cache[what] = jax.jit(target.hessian)
+            cache[what] = _compile.jit(target.hessian)
         elif what == "hvp":
-            cache[what] = jax.jit(target.hvp)
+            cache[what] = _compile.jit(target.hvp)
         else:
             raise ValueError(f"unknown jitted function {what!r}")
     return cache[what]

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _compile
 from .base import Target, TargetError, cast_floats, from_logdensity, jitted, ravel
 
 
@@ -125,9 +126,9 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
 
     # jitted once here so that the model (NumPyro's effect handlers, slow to trace) is traced once per
     # input shape; every transform and enclosing jit of the fit reuses that jaxpr
-    logdensity = jax.jit(lambda params: -potential_fn(params))
+    logdensity = _compile.jit(lambda params: -potential_fn(params))
 
-    constrain_flat = jax.jit(jax.vmap(lambda v: postprocess_fn(unravel(v))))
+    constrain_flat = _compile.jit(jax.vmap(lambda v: postprocess_fn(unravel(v))))
 
     def constrain(x):
         """Constrained sample and deterministic sites for unconstrained x of shape (..., d)."""
@@ -158,8 +159,9 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
 
     target = from_logdensity(logdensity, z0, alpha=alpha, beta=beta, name=label, info=extra,
                              recast=recast)
-    extra["init"] = (_valid_start(target, seed) if start is None
-                     else jax.flatten_util.ravel_pytree(start)[0].astype(jnp.float64))
+    with _compile.tier_for(target):
+        extra["init"] = (_valid_start(target, seed) if start is None
+                         else jax.flatten_util.ravel_pytree(start)[0].astype(jnp.float64))
     return target
 
 

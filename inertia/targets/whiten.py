@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _compile
 from .base import Target
 
 
@@ -19,7 +20,7 @@ def whiten(target: Target, mean, factor, dtype=jnp.float64) -> Target:
     def hvp(z, v):
         return F.T @ target.hvp(x(z), F @ v)
 
-    @jax.jit
+    @_compile.jit
     def hess_matmul(z, M):  # one compiled Hessian for the curvature estimates
         return jax.vmap(lambda v: hvp(z, v), in_axes=1, out_axes=1)(M)
 

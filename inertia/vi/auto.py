@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from typing import Optional
 
 import numpy as np
 
+from .. import _warnings
 from ..targets.base import Target
 
 DEFAULT_METHOD = "stl-proj"  # gradient-only, zero variance at the optimum on Gaussian targets
@@ -50,9 +50,9 @@ def default_batch(method: str, dim: int) -> int:
 def warn_small_batch(method: str, dim: int, batch_size: int):
     """STL-type estimators with b << d stall far from the optimum (seen at d = 100, b = 8)."""
     if method in SMALL_BATCH_METHODS and dim >= 32 and batch_size < dim / 8:
-        warnings.warn(f"{method} with batch size {batch_size} at d = {dim} can stall far from the "
+        _warnings.warn(f"{method} with batch size {batch_size} at d = {dim} can stall far from the "
                       f"optimum; a batch of at least {default_batch(method, dim)} is advised",
-                      RuntimeWarning, stacklevel=3)
+                      RuntimeWarning)
 
 
 @dataclasses.dataclass
@@ -161,9 +161,9 @@ def _psd_cholesky(S):
         return np.linalg.cholesky(S)
     except np.linalg.LinAlgError:
         w, Q = np.linalg.eigh(0.5 * (S + S.T))
-        warnings.warn(f"the fitted covariance is not positive definite (smallest eigenvalue "
+        _warnings.warn(f"the fitted covariance is not positive definite (smallest eigenvalue "
                       f"{w[0]:.3g}, largest {w[-1]:.3g}): q has collapsed in some directions; its "
-                      "negative eigenvalues were set to 0", RuntimeWarning, stacklevel=4)
+                      "negative eigenvalues were set to 0", RuntimeWarning)
         R = np.linalg.qr((Q * np.sqrt(np.maximum(w, 0.0))).T, mode="r")
         return R.T * np.where(np.diag(R) < 0, -1.0, 1.0)
 

@@ -10,12 +10,13 @@ run too large for free memory before anything compiles.
 from __future__ import annotations
 
 import math
-import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _warnings
+from .. import _compile
 from .._random import host_normal
 from .registry import get_estimator
 
@@ -33,7 +34,7 @@ def hessian_consistency(target, m, A, *, num_draws: int = 2048, num_dirs: int = 
     W = host_normal(kw, (num_dirs, d), jnp.float64)
     m, A = jnp.asarray(m), jnp.asarray(A)
 
-    @jax.jit
+    @_compile.jit
     def diffs(xi, U, W):
         x = m + xi @ A.T
         g = jax.vmap(target.grad)(x)  # (n, d)
@@ -72,11 +73,11 @@ def check_hessian(target, m0, A0, coords, method):
     F = A0 if coords != "cov" else jnp.linalg.cholesky(A0)
     z = hessian_consistency(target, m0, F)
     if z > Z_WARN:
-        warnings.warn(f"{method}: Hessian-vector products and the gradient-only (Stein) estimate "
+        _warnings.warn(f"{method}: Hessian-vector products and the gradient-only (Stein) estimate "
                       f"of E_q hess V disagree at the start (|z| = {z:.3g}): the potential is "
                       "probably not twice differentiable (|x|, hinges), and Hessian-based methods "
                       "then converge to the wrong Gaussian; use a gradient-only method such as "
-                      "stl-proj", RuntimeWarning, stacklevel=3)
+                      "stl-proj", RuntimeWarning)
 
 
 __all__ = ["hessian_consistency", "Z_WARN", "check_memory", "check_hessian"]

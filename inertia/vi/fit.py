@@ -6,11 +6,12 @@ the stopping rule of `monitor`; `options.FitOptions` holds their switches.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Optional, Sequence
 
 import numpy as np
 
+from .. import _warnings
+from .._compile import per_target
 from .._random import check_seed
 from .._threads import blas_limited
 from ..targets.base import Target
@@ -115,7 +116,7 @@ def _finish(res, source, target, prep, wh, chosen, dtype):
     if prep.improper is not None:
         res.stopped = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
         res.events.append({"event": "improper target", "step": 0, "reason": res.stopped["reason"]})
-        warnings.warn(f"{res.method}: {res.stopped['reason']}", RuntimeWarning, stacklevel=3)
+        _warnings.warn(f"{res.method}: {res.stopped['reason']}", RuntimeWarning)
     if wh is not None:
         from .auto import unwhiten
 
@@ -139,7 +140,7 @@ def _dtype_name(dtype):
     return name
 
 
-fit = blas_limited(fit)  # one BLAS thread around the compiled work (inertia._threads)
+fit = blas_limited(per_target("fit")(fit))  # one BLAS thread (inertia._threads); the target's compile tier
 
 __all__ = ["fit", "FitResult", "FitOptions", "hitting_step", "make_kernel", "resolve_step",
            "to_coords", "initial"]

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _compile
 from ..targets.base import BATCH, batched_potential
 from .objective import half_logdet
 
@@ -44,11 +45,16 @@ def common_normals(seed: int, n: int, d: int) -> np.ndarray:
     if pool is None or pool.shape[0] < n:
         _POOL.clear()
         rows = max(n, POOL) if max(n, POOL) * d * 8 <= POOL_BYTES else n
-        pool = np.asarray(jax.random.normal(jax.random.PRNGKey(seed + 7919), (rows, d),
-                                            dtype=jnp.float64))
+        pool = np.asarray(_normals(seed + 7919, rows, d))
         if pool.nbytes <= POOL_BYTES:
             _POOL[(seed, d)] = pool
     return pool[:n]
+
+
+@functools.partial(_compile.jit, static_argnums=(1, 2))
+def _normals(seed, rows, d):
+    """(rows, d) standard normals of one seed, in one program (the key's derivation included)."""
+    return jax.random.normal(jax.random.PRNGKey(seed), (rows, d), dtype=jnp.float64)
 
 
 def _on_draws(target):
@@ -67,13 +73,13 @@ def _on_draws(target):
     return (lambda m, S, xi: fn(_points(m, S, xi))), (None if F is None else (shift, F))
 
 
-@jax.jit
+@_compile.jit
 def _points(m, S, xi):
     """m + S xi_j for a chunk of draws xi (c, d)."""
     return m + xi @ S.T
 
 
-@functools.partial(jax.jit, static_argnums=1)
+@functools.partial(_compile.jit, static_argnums=1)
 def _factor_and_half_logdet(A, coords):
     """(S with S S^T = Sigma, log |det A|) of a factor in the kernel's coordinates."""
     return (A if coords != "cov" else jnp.linalg.cholesky(A)), half_logdet(A, coords)

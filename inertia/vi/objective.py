@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _compile
 from ..targets.base import Target, TargetError
 
 QUADRATURE_ORDERS = (192, 384, 768, 1536)  # Gauss-Hermite ladder of spec §9.3
@@ -31,7 +32,7 @@ def _objective_fn(expectations):
         return (expectations(m, S).value - 0.5 * d * math.log(2 * math.pi * math.e)
                 - half_logdet)
 
-    return jax.jit(jax.vmap(F))
+    return _compile.jit(jax.vmap(F))
 
 
 def half_logdet(A, coords):
@@ -100,7 +101,7 @@ def objective(target: Target, means, covs, *, half_logdets=None, return_order=Fa
         if target.quadrature_error_at is None:
             return np.zeros(idx.size, dtype=bool)
         fn = cache.setdefault(("bound", order),
-                              jax.jit(jax.vmap(target.quadrature_error_at(order))))
+                              _compile.jit(jax.vmap(target.quadrature_error_at(order))))
         pad = np.concatenate([idx, np.full(_bucket(idx.size) - idx.size, idx[0])])
         bound = np.asarray(fn(jnp.asarray(means[pad]), jnp.asarray(covs[pad])))[: idx.size]
         # |F_lo - F_hi| <= 2 bound; the margin leaves AGREEMENT - 2 bound for rounding
@@ -148,7 +149,7 @@ def cholesky_grad_norm(target, m, S, expectations=None):
 
 
 def _grad_norm_fn(expect):
-    @jax.jit
+    @_compile.jit
     def norm(m, S):
         e = expect(m, S)
         L = jnp.linalg.cholesky(S)
@@ -180,7 +181,7 @@ def reference(target: Target, *, order=None, tol=1e-10, max_iter=200) -> Referen
     else:
         expect = target.expectations
 
-    @jax.jit
+    @_compile.jit
     def sweep(m, S):
         e = expect(m, S)
         H = 0.5 * (e.hess + e.hess.T)

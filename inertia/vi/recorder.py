@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _compile
 from . import objective as obj
 from .algorithms.base import VIState
 from .monitor import ObjectiveMonitor, paired_difference
@@ -25,7 +26,7 @@ class _Recorder:
         self.monitor = ObjectiveMonitor(target, kernel.coords, num_draws=monitor_draws,
                                         seed=seed) if monitor else None
         self.monitor_args = (target, kernel.coords, monitor_draws, seed)
-        self.to_cov = jax.jit(jax.vmap(jax.vmap(
+        self.to_cov = _compile.jit(jax.vmap(jax.vmap(
             lambda m, A: kernel.gaussian(VIState(m, A, m, A))[1])))
         self.steps, self.seconds = [], []
         self.gap_rows, self.obj_rows = [], []

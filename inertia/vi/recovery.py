@@ -4,10 +4,11 @@ keys, at most `max_recoveries` times; past that, or when a smaller step cannot h
 at the start's own draws), the run stops and returns the last finite state."""
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
+
+from .. import _warnings
 
 RECOVERY_STEP_DECAY = 4.0  # each recovery restarts at a quarter of the step
 
@@ -49,9 +50,9 @@ class Recovery:
         runner.events.append({"event": "recovery", "step": fail.step,
                               "restart_from": rec.steps[-1], "reason": fail.reason,
                               "step_size": runner.rule.eta})
-        warnings.warn(f"{runner.m_spec.name}: {fail.reason} at step {fail.step}; restarting from "
+        _warnings.warn(f"{runner.m_spec.name}: {fail.reason} at step {fail.step}; restarting from "
                       f"step {rec.steps[-1]} with step size {runner.rule.eta:.3g}",
-                      RuntimeWarning, stacklevel=4)
+                      RuntimeWarning)
         loop.restart(runner.kernel)
         loop.rekey(self.attempt)
         loop.queue = loop.checkpoints(rec.steps[-1], loop.num_steps)
@@ -61,9 +62,8 @@ class Recovery:
 def diverged(runner, loop, fail: Failure) -> dict:
     """The run's `diverged` record (with a warning): it stops at its last finite state."""
     last = loop.rec.steps[-1]
-    warnings.warn(f"{runner.m_spec.name}: divergence at step {fail.step} ({fail.reason}); stopping "
-                  f"and returning the last finite state (step {last})", RuntimeWarning,
-                  stacklevel=4)
+    _warnings.warn(f"{runner.m_spec.name}: divergence at step {fail.step} ({fail.reason}); stopping "
+                  f"and returning the last finite state (step {last})", RuntimeWarning)
     return {"step": fail.step, "last_finite_step": last, "seeds": fail.seeds or loop.seeds,
             "reason": fail.reason}
 

@@ -8,6 +8,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .. import _warnings
 from .._random import host_normal
 from .verdict import headline
 
@@ -130,8 +131,8 @@ class FitResult:
 
         line = headline(self.stopped)
         if line is not None:
-            warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
-                          RuntimeWarning, stacklevel=2)
+            _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
+                          RuntimeWarning)
         return fit_summary(self, num_draws, seed)
 
     def table(self, **kw) -> str:

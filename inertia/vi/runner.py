@@ -10,13 +10,14 @@ import dataclasses
 import functools
 import math
 import time
-import warnings
 from typing import Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _warnings
+from .. import _compile
 from ..parallel import shard_leading
 from . import verdict as verdicts
 from .auto import DEFAULT_METHOD
@@ -62,7 +63,7 @@ def _block_fn(kernel_at):
 
         return jax.lax.scan(outer, state, block_keys)
 
-    return jax.jit(jax.vmap(block, in_axes=(0, 0, None)))
+    return _compile.jit(jax.vmap(block, in_axes=(0, 0, None)))
 
 
 # what a kernel builder may raise when the step size it is given is a tracer (a Python-level use of
@@ -78,7 +79,7 @@ def step_keys(seeds, num_steps, attempt):
 
 @functools.lru_cache(maxsize=8)
 def _step_keys(num_steps, fold):
-    return jax.jit(lambda seeds, attempt: jax.vmap(lambda sd: jax.random.split(
+    return _compile.jit(lambda seeds, attempt: jax.vmap(lambda sd: jax.random.split(
         jax.random.fold_in(jax.random.PRNGKey(sd), attempt) if fold else jax.random.PRNGKey(sd),
         num_steps))(seeds))
 
@@ -252,7 +253,7 @@ class Runner:
     def _start(self, m0, A0, seeds, num_steps, every) -> Loop:
         """The initial state per seed, the recorder with the start's checkpoint, the queue."""
         opts, kernel = self.opts, self.kernel
-        state = jax.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(np.arange(len(seeds)))
+        state = _compile.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(np.arange(len(seeds)))
         state = shard_leading(state)
         rec = _Recorder(self.target, kernel, opts.evaluate, opts.monitor, opts.monitor_draws,
                         seeds[0])
@@ -317,9 +318,8 @@ class Runner:
                 hint = ("; on a target that is not log-concave, method='ngvi-reparam' may "
                         "converge where stl-proj does not (docs/vi.md)"
                         if self.method == DEFAULT_METHOD else "")
-                warnings.warn(f"{self.m_spec.name}: {loop.stopped['reason']} (step "
-                              f"{loop.stopped['step']}); raise num_steps{hint}", RuntimeWarning,
-                              stacklevel=4)
+                _warnings.warn(f"{self.m_spec.name}: {loop.stopped['reason']} (step "
+                              f"{loop.stopped['step']}); raise num_steps{hint}", RuntimeWarning)
 
 
 def _progress(bar, rec, offset=0.0):

@@ -9,11 +9,11 @@ that ran out of updates gets `budget_verdict`.
 """
 from __future__ import annotations
 
-import warnings
 from typing import Optional
 
 import numpy as np
 
+from .. import _warnings
 from .auto import boundary
 
 PLATEAU_TOL = 1e-4  # nats over the last window: the automatic stopping rule's default
@@ -81,7 +81,7 @@ def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
     reason = (f"the iterate ends on the boundary of the feasible set the given bounds imply: the "
               f"bounds look wrong ({which}); the result is that boundary's best point, not the "
               "optimum")
-    warnings.warn(f"{method}: {reason}", RuntimeWarning, stacklevel=5)
+    _warnings.warn(f"{method}: {reason}", RuntimeWarning)
     return not_converged(reason, step, bounds_look_wrong="upper" if high else "lower")
 
 

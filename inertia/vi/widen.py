@@ -4,11 +4,11 @@ curvature can be far from the typical set's: funnels). Each returns True when it
 and restarted the state from the last checkpoint."""
 from __future__ import annotations
 
-import warnings
 
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _warnings
 from .auto import boundary
 
 WIDEN_AFTER = 3  # checkpoints in a row on one side of the feasible set before it is widened
@@ -42,9 +42,9 @@ class Widening:
         side = "upper" if upper else "lower"
         runner.events.append({"event": "widened", "step": loop.rec.steps[-1], "side": side,
                               "set_bounds": list(runner.set_bounds)})
-        warnings.warn(f"{runner.m_spec.name}: the iterate sits on the {side} boundary of the "
+        _warnings.warn(f"{runner.m_spec.name}: the iterate sits on the {side} boundary of the "
                       "feasible set built from the estimated bounds; widening it",
-                      RuntimeWarning, stacklevel=4)
+                      RuntimeWarning)
         self.low = self.high = 0
         runner.build()
         loop.restart(runner.kernel)

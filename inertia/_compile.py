@@ -1,0 +1,174 @@
+"""XLA optimisation tiers: a small problem's programs are compiled for compile time, a large one's
+for run time.
+
+Almost all of a small model's first `fit` or `sample` is XLA compilation: at the CPU backend's
+default (LLVM -O2, fusion emitters) a 4-parameter model's programs take ~3.3 s to compile and
+~0.3 s to run. The "fast" tier (LLVM -O0, the classic elementwise emitters) compiles the same
+programs ~3.5x faster and runs their elementwise work ~2-3x slower (library calls, dot products
+and factorisations, run at full speed). It is chosen when a target's `work` per update is within
+the driver's budget (FAST_WORK, measured where the two tiers' first runs break even); everything
+else keeps XLA's default ("optimized"). The choice depends on the target's HLO cost analysis only,
+never on timing, so a seed gives the same numbers run after run; the two tiers can differ in the
+last bits of transcendental functions (relative 1e-15 in float64).
+`INERTIA_COMPILE=fast|optimized` forces one tier; `with tier(...)` sets it for a block of code.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import os
+import weakref
+
+import jax
+import jax.numpy as jnp
+
+TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
+         "optimized": {}}
+# `work` x run length (relative to the driver's default run) at or under which a first run is
+# faster in the fast tier (logistic regressions of N rows x d on one core: fit breaks even near
+# N x d = 5e4 at d = 100, sample near 2e5)
+FAST_WORK = {"fit": 5e5, "sample": 1.5e6}
+FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run time comes first
+_TIER = contextvars.ContextVar("inertia_compile_tier", default=None)  # None: not set, optimized
+_WORK = weakref.WeakKeyDictionary()  # potential function -> work
+
+
+@contextlib.contextmanager
+def tier(name: str):
+    """Compile inertia's programs called inside the block at tier `name` ("fast"/"optimized")."""
+    if name not in TIERS:
+        raise ValueError(f"unknown compile tier {name!r}; choose one of {sorted(TIERS)}")
+    token = _TIER.set(name)
+    try:
+        yield name
+    finally:
+        _TIER.reset(token)
+
+
+def options() -> dict | None:
+    """The XLA compiler options of the current tier (the fast tier's are CPU options only)."""
+    opts = TIERS[_TIER.get() or "optimized"]
+    return dict(opts) if opts and jax.default_backend() == "cpu" else None
+
+
+def gradient_flops(target) -> float:
+    """Flops of one value-and-gradient evaluation of the target's potential (HLO cost analysis of
+    its lowered program; the lowering is reused when that program is compiled later)."""
+    from inertia.targets.base import jitted
+
+    x = jax.ShapeDtypeStruct((target.dim,), jnp.zeros(()).dtype)
+    cost = jitted(target, "value_and_grad").lower(x).cost_analysis()
+    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+    return float((cost or {}).get("flops", 0.0))
+
+
+def work(target) -> float:
+    """Model-dependent flops of one update: a value-and-gradient evaluation, 8 d^2 (the outer
+    products and triangular updates of a batch) and d^3 / 8 (the dense factorisations, which run
+    at full speed in both tiers and count less); cached per potential."""
+    key = getattr(target, "potential", None)
+    try:
+        return _WORK[key]
+    except (KeyError, TypeError):
+        pass
+    d = float(target.dim)
+    value = d ** 3 / 8.0 + 8.0 * d ** 2
+    if value <= max(FAST_WORK.values()):  # a larger d is optimized whatever its gradient costs
+        value += gradient_flops(target)
+    try:
+        _WORK[key] = value
+    except TypeError:
+        pass
+    return value
+
+
+def tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
+    """The tier of a run of `driver` ("fit" or "sample") on a target, `length` times the driver's
+    default run: "fast" when length is at most FAST_MAX_LENGTH and work x length at most
+    FAST_WORK[driver], else "optimized" ($INERTIA_COMPILE=fast|optimized overrides)."""
+    forced = os.environ.get("INERTIA_COMPILE", "auto").strip().lower()
+    if forced in TIERS:
+        return forced
+    try:
+        if length > FAST_MAX_LENGTH:
+            return "optimized"
+        return "fast" if work(target) * max(length, 1e-3) <= FAST_WORK[driver] else "optimized"
+    except Exception:  # a bad target or potential fails later, with the driver's own error
+        return "optimized"
+
+
+@contextlib.contextmanager
+def tier_for(target, driver: str = "fit", length: float = 1.0):
+    """Context manager: the tier of a run (see tier_of); a tier already set is kept (a driver
+    calling another, on a whitened target, compiles at its caller's tier)."""
+    if _TIER.get() is not None:
+        yield _TIER.get()
+        return
+    with tier(tier_of(target, driver, length)) as name:
+        yield name
+
+
+def _number(value, default):
+    return float(value) if isinstance(value, (int, float)) and value > 0 else float(default)
+
+
+def run_length(driver: str, kwargs: dict) -> float:
+    """A call's run length relative to the driver's default run (fit: 1,000 updates of one seed
+    with a batch of 8; sample: 4 chains of 1,000 draws), from its keyword arguments."""
+    steps = _number(kwargs.get("num_steps"), 1000) / 1000.0
+    if driver == "fit":
+        seeds = kwargs.get("seed", 0)
+        n = len(seeds) if isinstance(seeds, (list, tuple)) or hasattr(seeds, "__len__") else 1
+        return steps * max(n, 1) * _number(kwargs.get("batch_size"), 8) / 8.0
+    return steps * _number(kwargs.get("num_chains"), 4) / 4.0
+
+
+def per_target(driver: str):
+    """Decorator: fn(target, ...) run with its programs compiled at the tier of that run."""
+    def wrap(fn):
+        @functools.wraps(fn)
+        def run(target, *args, **kwargs):
+            with tier_for(target, driver, run_length(driver, kwargs)):
+                return fn(target, *args, **kwargs)
+        return run
+    return wrap
+
+
+class _Jit:
+    """jax.jit of one function per tier, the tier read at each call (and lowering)."""
+
+    def __init__(self, fun, kwargs):
+        self._fun, self._kwargs, self._jits = fun, kwargs, {}
+        functools.update_wrapper(self, fun)
+
+    def _get(self, opts):
+        key = tuple(sorted(opts.items())) if opts else ()
+        fn = self._jits.get(key)
+        if fn is None:
+            fn = self._jits[key] = jax.jit(self._fun, compiler_options=opts, **self._kwargs)
+        return fn
+
+    def _call(self, method, args, kwargs):
+        opts = options()
+        if not opts:
+            return getattr(self._get(None), method)(*args, **kwargs)
+        try:
+            return getattr(self._get(opts), method)(*args, **kwargs)
+        except ValueError as err:  # inside another program: the outermost jit's options apply
+            if "compiler_options" not in str(err):
+                raise
+            return getattr(self._get(None), method)(*args, **kwargs)
+
+    def __call__(self, *args, **kwargs):
+        return self._call("__call__", args, kwargs)
+
+    def lower(self, *args, **kwargs):
+        return self._call("lower", args, kwargs)
+
+
+def jit(fun=None, **kwargs):
+    """jax.jit whose XLA compiler options follow the current tier; usable as a decorator."""
+    if fun is None:
+        return lambda f: _Jit(f, kwargs)
+    return _Jit(fun, kwargs)

@@ -1,0 +1,86 @@
+"""XLA optimisation tiers (inertia._compile): which targets get the fast-compile tier, that its
+options reach XLA only at the top level, and that a fit's numbers agree across tiers to rounding."""
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from inertia import _compile
+from inertia.targets import from_potential, gaussian, logistic_regression
+from inertia.vi import fit
+
+
+def test_small_target_gets_the_fast_tier_and_a_large_one_the_optimized(monkeypatch):
+    monkeypatch.delenv("INERTIA_COMPILE", raising=False)
+    small = gaussian(np.zeros(3), np.eye(3))
+    assert _compile.work(small) < _compile.FAST_WORK["fit"] < _compile.FAST_WORK["sample"]
+    assert _compile.tier_of(small) == "fast" and _compile.tier_of(small, "sample") == "fast"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 40))
+    big = logistic_regression(X, (rng.uniform(size=20000) < 0.5).astype(float))
+    # 20,000 rows x 41 columns: the gradient alone is ~5e6 flops, over both drivers' budgets
+    assert _compile.work(big) > _compile.FAST_WORK["sample"]
+    assert _compile.tier_of(big) == "optimized" and _compile.tier_of(big, "sample") == "optimized"
+    mid = logistic_regression(X[:3000, :30], (rng.uniform(size=3000) < 0.5).astype(float))
+    assert _compile.FAST_WORK["fit"] < _compile.work(mid) < _compile.FAST_WORK["sample"]
+    assert _compile.tier_of(mid) == "optimized" and _compile.tier_of(mid, "sample") == "fast"
+    wide = from_potential(lambda x: 0.5 * x @ x, 300, name="wide")  # d^3 / 8 alone is over
+    assert _compile.work(wide) == 300.0 ** 3 / 8 + 8 * 300.0 ** 2  # no gradient needed
+    assert _compile.tier_of(wide, "sample") == "optimized"
+
+
+def test_a_long_run_of_a_small_target_is_optimized(monkeypatch):
+    monkeypatch.delenv("INERTIA_COMPILE", raising=False)
+    length = _compile.run_length("fit", {"num_steps": 9000, "seed": list(range(10)),
+                                         "batch_size": 64})
+    assert length == pytest.approx(9 * 10 * 8)
+    assert _compile.run_length("fit", {}) == 1.0 and _compile.run_length("sample", {}) == 1.0
+    assert _compile.run_length("sample", {"num_steps": 500, "num_chains": 8}) == 1.0
+    small = gaussian(np.zeros(8), np.eye(8))
+    assert _compile.tier_of(small, "fit") == "fast"
+    assert _compile.tier_of(small, "fit", 2.0) == "fast"
+    assert _compile.tier_of(small, "fit", length) == "optimized"  # a production run
+
+
+def test_environment_forces_a_tier_and_a_bad_target_falls_back(monkeypatch):
+    small = gaussian(np.zeros(2), np.eye(2))
+    monkeypatch.setenv("INERTIA_COMPILE", "optimized")
+    assert _compile.tier_of(small) == "optimized"
+    monkeypatch.setenv("INERTIA_COMPILE", "fast")
+    assert _compile.tier_of(object()) == "fast"
+    monkeypatch.delenv("INERTIA_COMPILE")
+    assert _compile.tier_of(object()) == "optimized"  # the driver raises its own error later
+    with pytest.raises(ValueError, match="unknown compile tier"):
+        with _compile.tier("quick"):
+            pass
+
+
+def test_options_apply_at_the_top_level_only():
+    inner = _compile.jit(lambda x: jnp.sin(x) * 2.0)
+    outer = _compile.jit(lambda x: inner(x) + 1.0)
+    x = jnp.linspace(0.0, 1.0, 5)
+    with _compile.tier("fast"):
+        assert _compile.options() == (_compile.TIERS["fast"] if jax.default_backend() == "cpu"
+                                      else None)
+        got = outer(x)  # inner is traced inside outer: it takes no options of its own
+    assert _compile.options() is None
+    np.testing.assert_allclose(got, np.sin(np.linspace(0.0, 1.0, 5)) * 2.0 + 1.0, rtol=1e-14)
+    if jax.default_backend() == "cpu":  # the inner function fell back to its plain jit
+        assert list(outer._jits) == [tuple(sorted(_compile.TIERS["fast"].items()))]
+        assert () in inner._jits
+    with _compile.tier("fast"):
+        with _compile.tier_for(gaussian(np.zeros(900), np.eye(900))) as name:
+            assert name == "fast"  # a tier already set is kept
+
+
+def test_fit_agrees_across_tiers_to_rounding():
+    target = logistic_regression(np.random.default_rng(1).normal(size=(60, 3)),
+                                 (np.random.default_rng(2).uniform(size=60) < 0.5).astype(float))
+    runs = {}
+    for name in ("fast", "optimized"):
+        with _compile.tier(name):
+            runs[name] = fit(target, "stl-proj", batch_size=8, num_steps=300, seed=0)
+    a, b = runs["fast"], runs["optimized"]
+    assert a.num_steps == b.num_steps
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-11, atol=1e-13)
+    np.testing.assert_allclose(a.cov, b.cov, rtol=1e-10, atol=1e-13)
