@@ -125,14 +125,32 @@ def run_length(driver: str, kwargs: dict) -> float:
 
 
 def per_target(driver: str):
-    """Decorator: fn(target, ...) run with its programs compiled at the tier of that run."""
+    """Decorator: fn(target, ...) run with its programs compiled at the tier of that run; the
+    result remembers it (`compile_tier`) for its post-processing (see `of_result`)."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(target, *args, **kwargs):
-            with tier_for(target, driver, run_length(driver, kwargs)):
-                return fn(target, *args, **kwargs)
+            with tier_for(target, driver, run_length(driver, kwargs)) as name:
+                out = fn(target, *args, **kwargs)
+            try:
+                out.compile_tier = name
+            except AttributeError:
+                pass
+            return out
         return run
     return wrap
+
+
+def of_result(fn):
+    """Decorator: fn(result, ...) (draws, constraints, tables) compiled at the result's tier."""
+    @functools.wraps(fn)
+    def run(res, *args, **kwargs):
+        name = getattr(res, "compile_tier", None)
+        if name not in TIERS or _TIER.get() is not None:
+            return fn(res, *args, **kwargs)
+        with tier(name):
+            return fn(res, *args, **kwargs)
+    return run
 
 
 class _Jit:

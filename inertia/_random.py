@@ -1,9 +1,12 @@
 """Standard normal draws made outside compiled updates (fixed common random numbers, summaries)."""
 from __future__ import annotations
 
+import functools
 import operator
 
 import jax
+
+from . import _compile
 
 SEED_MAX = 2 ** 63
 
@@ -30,4 +33,9 @@ def host_normal(key, shape, dtype=None):
     same explicit key (a different stream). The compiled updates keep the default stream.
     """
     with jax.threefry_partitionable(False):
-        return jax.random.normal(key, shape, dtype=dtype or jax.numpy.float64)
+        return _normal(key, tuple(shape), jax.numpy.dtype(dtype or jax.numpy.float64))
+
+
+@functools.partial(_compile.jit, static_argnums=(1, 2))
+def _normal(key, shape, dtype):
+    return jax.random.normal(key, shape, dtype=dtype)

@@ -7,6 +7,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from .._compile import of_result
 from . import idata as _id
 
 FIT_DRAWS = 4000  # draws of q per seed behind a fit's summary, table and InferenceData
@@ -40,6 +41,7 @@ def coordinate_names(res) -> list:
 
 
 # ------------------------------------------------------------------ VI
+@of_result
 def fit_draws(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> np.ndarray:
     """(seed, draw, d) draws of the fitted Gaussian(s), the same for every caller with the same
     num_draws and seed."""
@@ -49,10 +51,12 @@ def fit_draws(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> np.ndarray:
     return d[None] if d.ndim == 2 else d
 
 
+@of_result
 def fit_sites(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> dict:
     return _id.sites_of(fit_draws(res, num_draws, seed), _info(res), res.names)
 
 
+@of_result
 def fit_summary(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> list:
     """Rows (name, mean, sd, q5, q95) of q's draws pushed through the constraints (seeds pooled)."""
     return rows_of(fit_sites(res, num_draws, seed))
@@ -83,6 +87,7 @@ def fit_settings(res) -> dict:
     return d
 
 
+@of_result
 def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood: bool = True):
     """q's draws (chain = seed) pushed through the constraints; log_likelihood and observed_data
     for NumPyro models; the Gaussian's mean, cov and coordinates, the run's settings, verdict and
@@ -109,6 +114,7 @@ def _split(res):
     return int(round(b * n)) if isinstance(b, float) else int(b)
 
 
+@of_result
 def sample_summary(res) -> list:
     """Rows of the printed table: mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail (constrained
     sites of NumPyro models; the kept draws after burn-in)."""
@@ -127,6 +133,7 @@ def sample_summary(res) -> list:
              "ess_tail": float(dg.ess_tail[i])} for i, n in enumerate(dg.names)]
 
 
+@of_result
 def sample_sites(res):
     """(kept sites, burned sites or None): the draws after / before the burn-in, constrained."""
     info, start = _info(res), _split(res)
@@ -150,6 +157,7 @@ def sample_settings(res) -> dict:
             "burn_in": res.burn_in_default, "tuning": res.tuning, "bias": res.bias}
 
 
+@of_result
 def sample_to_arviz(res, log_likelihood: bool = True):
     """Kept draws as the posterior (burned ones as warmup_posterior), per-draw sample_stats,
     log_likelihood and observed_data for NumPyro models, the run in the attributes."""
