@@ -30,7 +30,11 @@ TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitt
 # N x d = 5e4 at d = 100, sample near 2e5)
 FAST_WORK = {"fit": 5e5, "sample": 1.5e6}
 FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run time comes first
-_TIER = contextvars.ContextVar("inertia_compile_tier", default=None)  # None: not set, optimized
+# the hot programs (the VI block, the chains), run thousands of times and kept by the cache for
+# re-runs, take the fast tier only for the smallest models (NumPyro regressions of d <= 6 here:
+# their run is a fraction of a second either way)
+HOT_FAST_WORK = 1e4
+_TIER = contextvars.ContextVar("inertia_compile_tier", default=None)  # (cold, hot) or None
 _WORK = weakref.WeakKeyDictionary()  # potential function -> work
 
 
@@ -39,16 +43,28 @@ def tier(name: str):
     """Compile inertia's programs called inside the block at tier `name` ("fast"/"optimized")."""
     if name not in TIERS:
         raise ValueError(f"unknown compile tier {name!r}; choose one of {sorted(TIERS)}")
-    token = _TIER.set(name)
-    try:
+    with _set((name, name)):
         yield name
+
+
+@contextlib.contextmanager
+def _set(pair):
+    token = _TIER.set(pair)
+    try:
+        yield pair
     finally:
         _TIER.reset(token)
 
 
-def options() -> dict | None:
+def current(hot: bool = False) -> str:
+    """The tier programs are compiled at here: of the hot programs (hot=True) or the others."""
+    pair = _TIER.get()
+    return "optimized" if pair is None else pair[1 if hot else 0]
+
+
+def options(hot: bool = False) -> dict | None:
     """The XLA compiler options of the current tier (the fast tier's are CPU options only)."""
-    opts = TIERS[_TIER.get() or "optimized"]
+    opts = TIERS[current(hot)]
     return dict(opts) if opts and jax.default_backend() == "cpu" else None
 
 
@@ -98,15 +114,25 @@ def tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
         return "optimized"
 
 
+def hot_tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
+    """The tier of a run's hot programs: "fast" when the run's tier is and work x length is at
+    most HOT_FAST_WORK, else "optimized"."""
+    name = tier_of(target, driver, length)
+    if name != "fast" or os.environ.get("INERTIA_COMPILE", "").strip().lower() == "fast":
+        return name
+    return "fast" if work(target) * max(length, 1e-3) <= HOT_FAST_WORK else "optimized"
+
+
 @contextlib.contextmanager
 def tier_for(target, driver: str = "fit", length: float = 1.0):
-    """Context manager: the tier of a run (see tier_of); a tier already set is kept (a driver
-    calling another, on a whitened target, compiles at its caller's tier)."""
+    """Context manager: the tiers of a run (see tier_of, hot_tier_of); yields the tier of its
+    programs other than the hot ones. Tiers already set are kept (a driver calling another, on a
+    whitened target, compiles at its caller's tiers)."""
     if _TIER.get() is not None:
-        yield _TIER.get()
+        yield current()
         return
-    with tier(tier_of(target, driver, length)) as name:
-        yield name
+    with _set((tier_of(target, driver, length), hot_tier_of(target, driver, length))) as pair:
+        yield pair[0]
 
 
 def _number(value, default):
@@ -146,7 +172,7 @@ def of_result(fn):
     @functools.wraps(fn)
     def run(res, *args, **kwargs):
         name = getattr(res, "compile_tier", None)
-        if name not in TIERS or _TIER.get() is not None:
+        if name not in TIERS or _TIER.get() is not None:  # post-processing has no hot program
             return fn(res, *args, **kwargs)
         with tier(name):
             return fn(res, *args, **kwargs)
@@ -156,8 +182,8 @@ def of_result(fn):
 class _Jit:
     """jax.jit of one function per tier, the tier read at each call (and lowering)."""
 
-    def __init__(self, fun, kwargs):
-        self._fun, self._kwargs, self._jits = fun, kwargs, {}
+    def __init__(self, fun, kwargs, hot=False):
+        self._fun, self._kwargs, self._jits, self._hot = fun, kwargs, {}, hot
         functools.update_wrapper(self, fun)
 
     def _get(self, opts):
@@ -168,7 +194,7 @@ class _Jit:
         return fn
 
     def _call(self, method, args, kwargs):
-        opts = options()
+        opts = options(self._hot)
         if not opts:
             return getattr(self._get(None), method)(*args, **kwargs)
         try:
@@ -185,8 +211,9 @@ class _Jit:
         return self._call("lower", args, kwargs)
 
 
-def jit(fun=None, **kwargs):
-    """jax.jit whose XLA compiler options follow the current tier; usable as a decorator."""
+def jit(fun=None, *, hot: bool = False, **kwargs):
+    """jax.jit whose XLA compiler options follow the current tier (of the hot programs, for a
+    program a run calls thousands of times); usable as a decorator."""
     if fun is None:
-        return lambda f: _Jit(f, kwargs)
-    return _Jit(fun, kwargs)
+        return lambda f: _Jit(f, kwargs, hot)
+    return _Jit(fun, kwargs, hot)

@@ -84,3 +84,19 @@ def test_fit_agrees_across_tiers_to_rounding():
     assert a.num_steps == b.num_steps
     np.testing.assert_allclose(a.mean, b.mean, rtol=1e-11, atol=1e-13)
     np.testing.assert_allclose(a.cov, b.cov, rtol=1e-10, atol=1e-13)
+
+
+def test_hot_programs_of_a_mid_sized_model_stay_optimized(monkeypatch):
+    monkeypatch.delenv("INERTIA_COMPILE", raising=False)
+    rng = np.random.default_rng(3)
+    mid = logistic_regression(rng.normal(size=(500, 10)), (rng.uniform(size=500) < 0.5) * 1.0)
+    assert _compile.HOT_FAST_WORK < _compile.work(mid) < _compile.FAST_WORK["fit"]
+    with _compile.tier_for(mid, "fit") as name:
+        assert name == "fast" and _compile.current() == "fast"
+        assert _compile.current(hot=True) == "optimized"  # the VI block and the chains
+    tiny = gaussian(np.zeros(3), np.eye(3))
+    with _compile.tier_for(tiny, "sample"):
+        assert _compile.current() == _compile.current(hot=True) == "fast"
+    monkeypatch.setenv("INERTIA_COMPILE", "fast")
+    assert _compile.hot_tier_of(mid) == "fast"
+    assert _compile.current() == "optimized"  # outside every run

@@ -105,7 +105,7 @@ def program(method, flow: bool):
         (chains, _, log_hbar, _), rec = jax.lax.scan(body, init, jnp.arange(BLOCK))
         return chains, jnp.exp(log_hbar), rec
 
-    return _compile.jit(run)
+    return _compile.jit(run, hot=True)
 
 
 def tuning(log_h=0.0, *, mu=0.0, gamma=0.0, alpha=0.0, time=1.0, delta=0.8, step_size=1.0,

@@ -173,12 +173,13 @@ def _cached_fn_runner(method, num_draws, thinning):
     def one_chain(carry, params, fn):
         return _chain_scan(method, fn, num_draws, thinning)(carry, params)
 
-    return _compile.jit(jax.vmap(one_chain, in_axes=(0, None, None)))
+    return _compile.jit(jax.vmap(one_chain, in_axes=(0, None, None)), hot=True)
 
 
 @functools.lru_cache(maxsize=32)
 def _cached_runner(method, grad_fn, num_draws, thinning):
-    return _compile.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)))
+    return _compile.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)),
+                        hot=True)
 
 
 def _chain_scan(method, grad_fn, num_draws, thinning):

@@ -284,7 +284,7 @@ def batched_potential(potential):
     rays and the sampler's non-finite check share its compilation at BATCH rows."""
     fn = _BATCHED.get(potential)
     if fn is None:
-        fn = _BATCHED[potential] = _compile.jit(jax.vmap(potential))
+        fn = _BATCHED[potential] = _compile.jit(jax.vmap(potential), hot=True)
     return fn
 
 

@@ -63,7 +63,7 @@ def _block_fn(kernel_at):
 
         return jax.lax.scan(outer, state, block_keys)
 
-    return _compile.jit(jax.vmap(block, in_axes=(0, 0, None)))
+    return _compile.jit(jax.vmap(block, in_axes=(0, 0, None)), hot=True)
 
 
 # what a kernel builder may raise when the step size it is given is a tracer (a Python-level use of
