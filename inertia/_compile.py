@@ -7,7 +7,9 @@ default (LLVM -O2, fusion emitters) a 4-parameter model's programs take ~3.3 s t
 programs ~3.5x faster and runs their elementwise work ~2-3x slower (library calls, dot products
 and factorisations, run at full speed). It is chosen when a target's `work` per update is within
 the driver's budget (FAST_WORK, measured where the two tiers' first runs break even); everything
-else keeps XLA's default ("optimized"). The choice depends on the target's HLO cost analysis only,
+else keeps XLA's default ("optimized"). The hot programs (`jit(..., hot=True)`: the VI block, the
+chains, the monitor's potential), which the cache serves again on re-runs, have a smaller budget
+(HOT_FAST_WORK). The choice depends on the target's HLO cost analysis only,
 never on timing, so a seed gives the same numbers run after run; the two tiers can differ in the
 last bits of transcendental functions (relative 1e-15 in float64).
 `INERTIA_COMPILE=fast|optimized` forces one tier; `with tier(...)` sets it for a block of code.
@@ -31,7 +33,7 @@ TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitt
 FAST_WORK = {"fit": 5e5, "sample": 1.5e6}
 FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run time comes first
 # the hot programs (the VI block, the chains), run thousands of times and kept by the cache for
-# re-runs, take the fast tier only for the smallest models (NumPyro regressions of d <= 6 here:
+# re-runs, take the fast tier only for the smallest models (gradients of a few thousand flops:
 # their run is a fraction of a second either way)
 HOT_FAST_WORK = 1e4
 _TIER = contextvars.ContextVar("inertia_compile_tier", default=None)  # (cold, hot) or None
