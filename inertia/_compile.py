@@ -24,6 +24,7 @@ import weakref
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
          "optimized": {}}
@@ -101,39 +102,50 @@ def work(target) -> float:
     return value
 
 
-def tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
-    """The tier of a run of `driver` ("fit" or "sample") on a target, `length` times the driver's
-    default run: "fast" when length is at most FAST_MAX_LENGTH and work x length at most
-    FAST_WORK[driver], else "optimized" ($INERTIA_COMPILE=fast|optimized overrides)."""
-    forced = os.environ.get("INERTIA_COMPILE", "auto").strip().lower()
-    if forced in TIERS:
-        return forced
+def _forced() -> str | None:
+    """The tier $INERTIA_COMPILE forces, if any."""
+    name = os.environ.get("INERTIA_COMPILE", "").strip().lower()
+    return name if name in TIERS else None
+
+
+def tiers_of(target, driver: str = "fit", length: float = 1.0) -> tuple:
+    """(tier of a run's programs, tier of its hot programs) for a run of `driver` ("fit" or
+    "sample") on a target, `length` times the driver's default run: "fast" when length is at most
+    FAST_MAX_LENGTH and work x length at most FAST_WORK[driver] (HOT_FAST_WORK for the hot
+    programs), else "optimized"; $INERTIA_COMPILE=fast|optimized forces both."""
+    forced = _forced()
+    if forced:
+        return forced, forced
+    if length > FAST_MAX_LENGTH:
+        return "optimized", "optimized"
     try:
-        if length > FAST_MAX_LENGTH:
-            return "optimized"
-        return "fast" if work(target) * max(length, 1e-3) <= FAST_WORK[driver] else "optimized"
+        total = work(target) * length
     except Exception:  # a bad target or potential fails later, with the driver's own error
-        return "optimized"
+        return "optimized", "optimized"
+    if total > FAST_WORK[driver]:
+        return "optimized", "optimized"
+    return "fast", ("fast" if total <= HOT_FAST_WORK else "optimized")
+
+
+def tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
+    """The tier of a run's programs other than the hot ones (see tiers_of)."""
+    return tiers_of(target, driver, length)[0]
 
 
 def hot_tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
-    """The tier of a run's hot programs: "fast" when the run's tier is and work x length is at
-    most HOT_FAST_WORK, else "optimized"."""
-    name = tier_of(target, driver, length)
-    if name != "fast" or os.environ.get("INERTIA_COMPILE", "").strip().lower() == "fast":
-        return name
-    return "fast" if work(target) * max(length, 1e-3) <= HOT_FAST_WORK else "optimized"
+    """The tier of a run's hot programs (see tiers_of)."""
+    return tiers_of(target, driver, length)[1]
 
 
 @contextlib.contextmanager
 def tier_for(target, driver: str = "fit", length: float = 1.0):
-    """Context manager: the tiers of a run (see tier_of, hot_tier_of); yields the tier of its
-    programs other than the hot ones. Tiers already set are kept (a driver calling another, on a
-    whitened target, compiles at its caller's tiers)."""
+    """Context manager: the tiers of a run (see tiers_of); yields the tier of its programs other
+    than the hot ones. Tiers already set are kept (a driver calling another, on a whitened
+    target, compiles at its caller's tiers)."""
     if _TIER.get() is not None:
         yield current()
         return
-    with _set((tier_of(target, driver, length), hot_tier_of(target, driver, length))) as pair:
+    with _set(tiers_of(target, driver, length)) as pair:
         yield pair[0]
 
 
@@ -147,8 +159,8 @@ def run_length(driver: str, kwargs: dict) -> float:
     steps = _number(kwargs.get("num_steps"), 1000) / 1000.0
     if driver == "fit":
         seeds = kwargs.get("seed", 0)
-        n = len(seeds) if isinstance(seeds, (list, tuple)) or hasattr(seeds, "__len__") else 1
-        return steps * max(n, 1) * _number(kwargs.get("batch_size"), 8) / 8.0
+        n = 1 if np.ndim(seeds) == 0 else max(len(seeds), 1)
+        return steps * n * _number(kwargs.get("batch_size"), 8) / 8.0
     return steps * _number(kwargs.get("num_chains"), 4) / 4.0
 
 
