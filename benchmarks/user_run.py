@@ -304,7 +304,8 @@ try:
         t = time.time()
         import inertia.cli
         spans["import"].append((t, time.time()))
-        rc = inertia.cli.main(sys.argv[1:])
+        sys.argv = ["inertia"] + sys.argv[1:]
+        rc = inertia.cli.main()  # as the `inertia` console script calls it
 except SystemExit as err:
     rc = err.code if isinstance(err.code, int) else 1
 finally:

@@ -9,10 +9,12 @@ and factorisations, run at full speed). It is chosen when a target's `work` per 
 the driver's budget (FAST_WORK, measured where the two tiers' first runs break even); everything
 else keeps XLA's default ("optimized"). The hot programs (`jit(..., hot=True)`: the VI block, the
 chains, the monitor's potential), which the cache serves again on re-runs, have a smaller budget
-(HOT_FAST_WORK). The choice depends on the target's HLO cost analysis only,
-never on timing, so a seed gives the same numbers run after run; the two tiers can differ in the
-last bits of transcendental functions (relative 1e-15 in float64).
-`INERTIA_COMPILE=fast|optimized` forces one tier; `with tier(...)` sets it for a block of code.
+(HOT_FAST_WORK); up to a larger budget (LEAN_WORK) they take the "lean" tier (LLVM -O1, classic
+emitters: a third of the default's compile time, elementwise work up to ~1.5x slower). The
+choice depends on the target's HLO cost analysis only, never on timing, so a seed gives the same
+numbers run after run; the tiers can differ in the last bits of transcendental functions
+(relative 1e-15 in float64).
+`INERTIA_COMPILE=fast|lean|optimized` forces one tier; `with tier(...)` sets it for a block of code.
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
+         "lean": {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False},
          "optimized": {}}
 # `work` x run length (relative to the driver's default run) at or under which a first run is
 # faster in the fast tier (logistic regressions of N rows x d on one core: fit breaks even near
@@ -37,6 +40,10 @@ FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run 
 # re-runs, take the fast tier only for the smallest models (gradients of a few thousand flops:
 # their run is a fraction of a second either way)
 HOT_FAST_WORK = 1e4
+# above that, up to LEAN_WORK, the hot programs take the "lean" tier (LLVM -O1, classic emitters):
+# a third of the default's compile time, the same numbers, elementwise work up to ~1.5x slower
+# (where a fit of 2,000 rows x 20 breaks even; sample still gains at 20,000 x 100)
+LEAN_WORK = {"fit": 2e5, "sample": 2e6}
 _TIER = contextvars.ContextVar("inertia_compile_tier", default=None)  # (cold, hot) or None
 _WORK = weakref.WeakKeyDictionary()  # potential function -> work
 
@@ -112,7 +119,8 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0) -> tuple:
     """(tier of a run's programs, tier of its hot programs) for a run of `driver` ("fit" or
     "sample") on a target, `length` times the driver's default run: "fast" when length is at most
     FAST_MAX_LENGTH and work x length at most FAST_WORK[driver] (HOT_FAST_WORK for the hot
-    programs), else "optimized"; $INERTIA_COMPILE=fast|optimized forces both."""
+    programs, which are "lean" up to LEAN_WORK[driver]), else "optimized";
+    $INERTIA_COMPILE=fast|lean|optimized forces both."""
     forced = _forced()
     if forced:
         return forced, forced
@@ -122,9 +130,9 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0) -> tuple:
         total = work(target) * length
     except Exception:  # a bad target or potential fails later, with the driver's own error
         return "optimized", "optimized"
-    if total > FAST_WORK[driver]:
-        return "optimized", "optimized"
-    return "fast", ("fast" if total <= HOT_FAST_WORK else "optimized")
+    hot = ("fast" if total <= HOT_FAST_WORK else "lean" if total <= LEAN_WORK[driver]
+           else "optimized")
+    return ("fast" if total <= FAST_WORK[driver] else "optimized"), hot
 
 
 def tier_of(target, driver: str = "fit", length: float = 1.0) -> str:

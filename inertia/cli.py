@@ -271,10 +271,14 @@ def main(argv=None) -> int:
 
             warnings.formatwarning = (lambda message, category, *_a, **_k:
                                       f"{prefix}: warning: {message}\n")
+        from ._gc import fewer_collections, skip_teardown_collections
         from ._threads import single_blas_thread
 
-        with single_blas_thread():
-            return int(args.func(args) or 0)
+        with single_blas_thread(), fewer_collections():
+            rc = int(args.func(args) or 0)
+        if argv is None:  # the process ends next
+            skip_teardown_collections()
+        return rc
     except KeyboardInterrupt:
         if not _INTERRUPT["reported"]:
             _INTERRUPT["reported"] = True

@@ -77,23 +77,29 @@ def test_fit_agrees_across_tiers_to_rounding():
     target = logistic_regression(np.random.default_rng(1).normal(size=(60, 3)),
                                  (np.random.default_rng(2).uniform(size=60) < 0.5).astype(float))
     runs = {}
-    for name in ("fast", "optimized"):
+    for name in ("fast", "lean", "optimized"):
         with _compile.tier(name):
             runs[name] = fit(target, "stl-proj", batch_size=8, num_steps=300, seed=0)
-    a, b = runs["fast"], runs["optimized"]
-    assert a.num_steps == b.num_steps
-    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-11, atol=1e-13)
-    np.testing.assert_allclose(a.cov, b.cov, rtol=1e-10, atol=1e-13)
+    b = runs["optimized"]
+    for a in (runs["fast"], runs["lean"]):
+        assert a.num_steps == b.num_steps
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-11, atol=1e-13)
+        np.testing.assert_allclose(a.cov, b.cov, rtol=1e-10, atol=1e-13)
 
 
-def test_hot_programs_of_a_mid_sized_model_stay_optimized(monkeypatch):
+def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized(monkeypatch):
     monkeypatch.delenv("INERTIA_COMPILE", raising=False)
     rng = np.random.default_rng(3)
     mid = logistic_regression(rng.normal(size=(500, 10)), (rng.uniform(size=500) < 0.5) * 1.0)
-    assert _compile.HOT_FAST_WORK < _compile.work(mid) < _compile.FAST_WORK["fit"]
+    assert _compile.HOT_FAST_WORK < _compile.work(mid) < _compile.LEAN_WORK["fit"]
     with _compile.tier_for(mid, "fit") as name:
         assert name == "fast" and _compile.current() == "fast"
-        assert _compile.current(hot=True) == "optimized"  # the VI block and the chains
+        assert _compile.current(hot=True) == "lean"  # the VI block and the chains
+    assert _compile.tiers_of(mid, "fit", 8.0) == ("optimized", "optimized")  # a production run
+    big = logistic_regression(rng.normal(size=(3000, 30)), (rng.uniform(size=3000) < 0.5) * 1.0)
+    assert _compile.LEAN_WORK["fit"] < _compile.work(big) < _compile.LEAN_WORK["sample"]
+    assert _compile.tiers_of(big, "fit") == ("optimized", "optimized")
+    assert _compile.tiers_of(big, "sample") == ("fast", "lean")
     tiny = gaussian(np.zeros(3), np.eye(3))
     with _compile.tier_for(tiny, "sample"):
         assert _compile.current() == _compile.current(hot=True) == "fast"

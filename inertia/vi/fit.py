@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _warnings
 from .._compile import per_target
+from .._gc import batched
 from .._random import check_seed
 from .._threads import blas_limited
 from ..targets.base import Target
@@ -140,7 +141,9 @@ def _dtype_name(dtype):
     return name
 
 
-fit = blas_limited(per_target("fit")(fit))  # one BLAS thread (inertia._threads); the target's compile tier
+# one BLAS thread (inertia._threads), the target's compile tier (inertia._compile), fewer
+# garbage collections while tracing (inertia._gc)
+fit = blas_limited(batched(per_target("fit")(fit)))
 
 __all__ = ["fit", "FitResult", "FitOptions", "hitting_step", "make_kernel", "resolve_step",
            "to_coords", "initial"]
