@@ -23,7 +23,8 @@ __version__ = "0.1.0"
 
 def compile_tier(name: str):
     """Context manager: `fit` and `sample` inside it compile their XLA programs at tier `name`,
-    "fast" (quick to compile) or "optimized" (XLA's default); see inertia._compile."""
+    "fast" (quickest to compile), "lean" (LLVM -O1) or "optimized" (XLA's default); see
+    inertia._compile."""
     from ._compile import tier
 
     return tier(name)

@@ -44,16 +44,19 @@ HOT_FAST_WORK = 1e4
 # a third of the default's compile time, the same numbers, elementwise work up to ~1.5x slower
 # (where a fit of 2,000 rows x 20 breaks even; sample still gains at 20,000 x 100)
 LEAN_WORK = {"fit": 2e5, "sample": 2e6}
-_TIER = contextvars.ContextVar("inertia_compile_tier", default=None)  # (cold, hot) or None
+# (cold, hot, kept) tiers or None; "kept" is the tier of the programs that are always compiled for
+# run time (jit(..., optimized=True)): "optimized" unless a tier is forced
+_TIER = contextvars.ContextVar("inertia_compile_tier", default=None)
 _WORK = weakref.WeakKeyDictionary()  # potential function -> work
 
 
 @contextlib.contextmanager
 def tier(name: str):
-    """Compile inertia's programs called inside the block at tier `name` ("fast"/"optimized")."""
+    """Compile inertia's programs called inside the block at tier `name` ("fast", "lean",
+    "optimized")."""
     if name not in TIERS:
         raise ValueError(f"unknown compile tier {name!r}; choose one of {sorted(TIERS)}")
-    with _set((name, name)):
+    with _set((name, name, name)):
         yield name
 
 
@@ -66,16 +69,22 @@ def _set(pair):
         _TIER.reset(token)
 
 
-def current(hot: bool = False) -> str:
-    """The tier programs are compiled at here: of the hot programs (hot=True) or the others."""
+def current(hot: bool = False, optimized: bool = False) -> str:
+    """The tier programs are compiled at here: of the hot programs (hot=True), of those always
+    compiled for run time (optimized=True), or of the others."""
     pair = _TIER.get()
-    return "optimized" if pair is None else pair[1 if hot else 0]
+    return "optimized" if pair is None else pair[2 if optimized else 1 if hot else 0]
 
 
-def options(hot: bool = False) -> dict | None:
-    """The XLA compiler options of the current tier (the fast tier's are CPU options only)."""
-    opts = TIERS[current(hot)]
-    return dict(opts) if opts and jax.default_backend() == "cpu" else None
+@functools.lru_cache(maxsize=None)
+def _options_of(name: str, backend: str):
+    opts = TIERS[name]
+    return tuple(sorted(opts.items())) if opts and backend == "cpu" else ()
+
+
+def options(hot: bool = False, optimized: bool = False) -> dict | None:
+    """The XLA compiler options of the current tier (the fast tiers' are CPU options only)."""
+    return dict(_options_of(current(hot, optimized), jax.default_backend())) or None
 
 
 def gradient_flops(target) -> float:
@@ -153,7 +162,7 @@ def tier_for(target, driver: str = "fit", length: float = 1.0):
     if _TIER.get() is not None:
         yield current()
         return
-    with _set(tiers_of(target, driver, length)) as pair:
+    with _set(tiers_of(target, driver, length) + (_forced() or "optimized",)) as pair:
         yield pair[0]
 
 
@@ -204,27 +213,28 @@ def of_result(fn):
 class _Jit:
     """jax.jit of one function per tier, the tier read at each call (and lowering)."""
 
-    def __init__(self, fun, kwargs, hot=False):
-        self._fun, self._kwargs, self._jits, self._hot = fun, kwargs, {}, hot
+    def __init__(self, fun, kwargs, hot=False, optimized=False):
+        self._fun, self._kwargs, self._jits = fun, kwargs, {}
+        self._hot, self._optimized = hot, optimized
         functools.update_wrapper(self, fun)
 
-    def _get(self, opts):
-        key = tuple(sorted(opts.items())) if opts else ()
+    def _get(self, key):
         fn = self._jits.get(key)
         if fn is None:
-            fn = self._jits[key] = jax.jit(self._fun, compiler_options=opts, **self._kwargs)
+            fn = self._jits[key] = jax.jit(self._fun, compiler_options=dict(key) or None,
+                                           **self._kwargs)
         return fn
 
     def _call(self, method, args, kwargs):
-        opts = options(self._hot)
-        if not opts:
-            return getattr(self._get(None), method)(*args, **kwargs)
+        key = _options_of(current(self._hot, self._optimized), jax.default_backend())
+        if not key:
+            return getattr(self._get(()), method)(*args, **kwargs)
         try:
-            return getattr(self._get(opts), method)(*args, **kwargs)
+            return getattr(self._get(key), method)(*args, **kwargs)
         except ValueError as err:  # inside another program: the outermost jit's options apply
             if "compiler_options" not in str(err):
                 raise
-            return getattr(self._get(None), method)(*args, **kwargs)
+            return getattr(self._get(()), method)(*args, **kwargs)
 
     def __call__(self, *args, **kwargs):
         return self._call("__call__", args, kwargs)
@@ -233,9 +243,11 @@ class _Jit:
         return self._call("lower", args, kwargs)
 
 
-def jit(fun=None, *, hot: bool = False, **kwargs):
-    """jax.jit whose XLA compiler options follow the current tier (of the hot programs, for a
-    program a run calls thousands of times); usable as a decorator."""
+def jit(fun=None, *, hot: bool = False, optimized: bool = False, **kwargs):
+    """jax.jit whose XLA compiler options follow the current tier: of the hot programs (hot=True,
+    a program a run calls thousands of times), or XLA's default unless a tier is forced
+    (optimized=True, a small program whose compile time the tiers barely change); usable as a
+    decorator."""
     if fun is None:
-        return lambda f: _Jit(f, kwargs, hot)
-    return _Jit(fun, kwargs, hot)
+        return lambda f: _Jit(f, kwargs, hot, optimized)
+    return _Jit(fun, kwargs, hot, optimized)

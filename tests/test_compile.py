@@ -95,6 +95,7 @@ def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized
     with _compile.tier_for(mid, "fit") as name:
         assert name == "fast" and _compile.current() == "fast"
         assert _compile.current(hot=True) == "lean"  # the VI block and the chains
+        assert _compile.current(optimized=True) == "optimized"  # the monitor's batched potential
     assert _compile.tiers_of(mid, "fit", 8.0) == ("optimized", "optimized")  # a production run
     big = logistic_regression(rng.normal(size=(3000, 30)), (rng.uniform(size=3000) < 0.5) * 1.0)
     assert _compile.LEAN_WORK["fit"] < _compile.work(big) < _compile.LEAN_WORK["sample"]
@@ -105,4 +106,6 @@ def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized
         assert _compile.current() == _compile.current(hot=True) == "fast"
     monkeypatch.setenv("INERTIA_COMPILE", "fast")
     assert _compile.hot_tier_of(mid) == "fast"
+    with _compile.tier_for(mid, "fit"):  # a forced tier reaches every program
+        assert _compile.current(optimized=True) == _compile.current(hot=True) == "fast"
     assert _compile.current() == "optimized"  # outside every run

@@ -345,7 +345,8 @@ def _warmup_keys(num_chains: int, d: int, raises: int):
                 "start": jax.random.split(k1, num_chains),
                 "restart": jax.random.split(jax.random.fold_in(k1, 1), num_chains),
                 "stage1": k2,
-                "stage2": jnp.stack([jax.random.fold_in(k3, a) for a in range(raises + 1)])}
+                # one batched threefry, not raises + 1 unrolled ones: the same keys, ~0.1 s less
+                "stage2": jax.vmap(lambda a: jax.random.fold_in(k3, a))(jnp.arange(raises + 1))}
 
     return _compile.jit(keys)
 

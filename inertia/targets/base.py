@@ -284,7 +284,9 @@ def batched_potential(potential):
     rays and the sampler's non-finite check share its compilation at BATCH rows."""
     fn = _BATCHED.get(potential)
     if fn is None:
-        fn = _BATCHED[potential] = _compile.jit(jax.vmap(potential), hot=True)
+        # compiled for run time at every tier: its compile takes ~0.1 s at each, and the
+        # monitor's draws make it most of a small fit's arithmetic (2-3x slower at -O0)
+        fn = _BATCHED[potential] = _compile.jit(jax.vmap(potential), optimized=True)
     return fn
 
 
