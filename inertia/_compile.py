@@ -41,9 +41,9 @@ FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run 
 # their run is a fraction of a second either way)
 HOT_FAST_WORK = 1e4
 # above that, up to LEAN_WORK, the hot programs take the "lean" tier (LLVM -O1, classic emitters):
-# a third of the default's compile time, the same numbers, elementwise work up to ~1.5x slower
-# (where a fit of 2,000 rows x 20 breaks even; sample still gains at 20,000 x 100)
-LEAN_WORK = {"fit": 2e5, "sample": 2e6}
+# a third of the default's compile time (~1 s less), the same numbers, elementwise work up to
+# ~1.5x slower; a fit of 5,000 rows x 100 (work 3.5e6) runs 2 % slower lean, about break-even
+LEAN_WORK = {"fit": 2e6, "sample": 2e6}
 # (cold, hot, kept) tiers or None; "kept" is the tier of the programs that are always compiled for
 # run time (jit(..., optimized=True)): "optimized" unless a tier is forced
 _TIER = contextvars.ContextVar("inertia_compile_tier", default=None)

@@ -97,10 +97,14 @@ def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized
         assert _compile.current(hot=True) == "lean"  # the VI block and the chains
         assert _compile.current(optimized=True) == "optimized"  # the monitor's batched potential
     assert _compile.tiers_of(mid, "fit", 8.0) == ("optimized", "optimized")  # a production run
-    big = logistic_regression(rng.normal(size=(3000, 30)), (rng.uniform(size=3000) < 0.5) * 1.0)
-    assert _compile.LEAN_WORK["fit"] < _compile.work(big) < _compile.LEAN_WORK["sample"]
-    assert _compile.tiers_of(big, "fit") == ("optimized", "optimized")
-    assert _compile.tiers_of(big, "sample") == ("fast", "lean")
+    wide = logistic_regression(rng.normal(size=(3000, 30)), (rng.uniform(size=3000) < 0.5) * 1.0)
+    assert _compile.FAST_WORK["fit"] < _compile.work(wide) < _compile.FAST_WORK["sample"]
+    assert _compile.work(wide) < min(_compile.LEAN_WORK.values())
+    assert _compile.tiers_of(wide, "fit") == ("optimized", "lean")
+    assert _compile.tiers_of(wide, "sample") == ("fast", "lean")
+    big = logistic_regression(rng.normal(size=(20000, 40)), (rng.uniform(size=20000) < 0.5) * 1.0)
+    assert _compile.work(big) > max(_compile.LEAN_WORK.values())
+    assert _compile.tiers_of(big, "fit") == _compile.tiers_of(big, "sample") == ("optimized",) * 2
     tiny = gaussian(np.zeros(3), np.eye(3))
     with _compile.tier_for(tiny, "sample"):
         assert _compile.current() == _compile.current(hot=True) == "fast"
