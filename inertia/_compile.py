@@ -6,11 +6,13 @@ default (LLVM -O2, fusion emitters) a 4-parameter model's programs take ~3.3 s t
 ~0.3 s to run. The "fast" tier (LLVM -O0, the classic elementwise emitters) compiles the same
 programs ~3.5x faster and runs their elementwise work ~2-3x slower (library calls, dot products
 and factorisations, run at full speed). It is chosen when a target's `work` per update is within
-the driver's budget (FAST_WORK, measured where the two tiers' first runs break even); everything
-else keeps XLA's default ("optimized"). The hot programs (`jit(..., hot=True)`: the VI block, the
-chains, the monitor's potential), which the cache serves again on re-runs, have a smaller budget
-(HOT_FAST_WORK); up to a larger budget (LEAN_WORK) they take the "lean" tier (LLVM -O1, classic
-emitters: a third of the default's compile time, elementwise work up to ~1.5x slower). The
+the driver's budget (FAST_WORK, measured where the fast and default tiers' first runs break
+even); everything else keeps XLA's default ("optimized"). The hot programs (`jit(..., hot=True)`:
+the VI block, the chains), which the cache serves again on re-runs, are fast only under a smaller
+budget (HOT_FAST_WORK); up to a larger one (LEAN_WORK) they take the "lean" tier (LLVM -O1,
+classic emitters: a third of the default's compile time, elementwise work up to ~1.5x slower).
+Small programs whose compile time the tiers barely change and that do much of a run's arithmetic
+(`jit(..., optimized=True)`: the objective monitor's batched potential) keep XLA's default. The
 choice depends on the target's HLO cost analysis only, never on timing, so a seed gives the same
 numbers run after run; the tiers can differ in the last bits of transcendental functions
 (relative 1e-15 in float64).
