@@ -3,7 +3,7 @@
 Tracing and lowering a run's programs allocate millions of short-lived Python objects; at CPython's
 default thresholds (700, 10, 10) that triggers hundreds of young and several full collections,
 each full one walking every object JAX, NumPyro and ArviZ have loaded (~0.5 s of a small model's
-`sample`, ~0.3 s of its `fit`, on one core). The entry points (`vi.fit`, `mcmc.sample`) raise the
+`sample`, ~0.3 s of its `fit`, on one core). The entry points (`vi.fit`, `mcmc.sample`, `targets.from_numpyro`) raise the
 young-generation threshold for their duration and restore the caller's thresholds on exit; garbage
 is still collected, in fewer, larger batches. `inertia` CLI commands also skip the collections of
 interpreter teardown (`skip_teardown_collections`).
@@ -11,7 +11,6 @@ interpreter teardown (`skip_teardown_collections`).
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
 
 YOUNG_THRESHOLD = 50_000  # allocations between young collections inside an entry point
@@ -20,7 +19,8 @@ _DEPTH = [0]
 
 @contextlib.contextmanager
 def fewer_collections():
-    """Raise gen-0's collection threshold to YOUNG_THRESHOLD for the block (outermost call only)."""
+    """Raise gen-0's collection threshold to YOUNG_THRESHOLD for the block (outermost call only);
+    `@fewer_collections()` decorates a function the same way."""
     if _DEPTH[0]:
         yield
         return
@@ -36,19 +36,9 @@ def fewer_collections():
             gc.set_threshold(*old)
 
 
-def batched(fn):
-    """Decorator: run `fn` under `fewer_collections()`."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with fewer_collections():
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
 def skip_teardown_collections() -> None:
     """Freeze every live object out of the collector: the interpreter's exit then skips its full
-    collections over them (0.4-0.7 s with JAX and ArviZ loaded). For a process about to exit only:
+    collections over them (0.4-0.9 s with JAX and ArviZ loaded). For a process about to exit only:
     cyclic garbage made after this call is never collected (Python does not promise finalizers at
     exit either)."""
     gc.freeze()

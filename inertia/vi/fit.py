@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _warnings
 from .._compile import per_target
-from .._gc import batched
+from .._gc import fewer_collections
 from .._random import check_seed
 from .._threads import blas_limited
 from ..targets.base import Target
@@ -143,7 +143,7 @@ def _dtype_name(dtype):
 
 # one BLAS thread (inertia._threads), the target's compile tier (inertia._compile), fewer
 # garbage collections while tracing (inertia._gc)
-fit = blas_limited(batched(per_target("fit")(fit)))
+fit = blas_limited(fewer_collections()(per_target("fit")(fit)))
 
 __all__ = ["fit", "FitResult", "FitOptions", "hitting_step", "make_kernel", "resolve_step",
            "to_coords", "initial"]
