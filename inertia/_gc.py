@@ -3,10 +3,10 @@
 Tracing and lowering a run's programs allocate millions of short-lived Python objects; at CPython's
 default thresholds (700, 10, 10) that triggers hundreds of young and several full collections,
 each full one walking every object JAX, NumPyro and ArviZ have loaded (~0.5 s of a small model's
-`sample`, ~0.3 s of its `fit`, on one core). The entry points (`vi.fit`, `mcmc.sample`, `targets.from_numpyro`) raise the
-young-generation threshold for their duration and restore the caller's thresholds on exit; garbage
-is still collected, in fewer, larger batches. `inertia` CLI commands also skip the collections of
-interpreter teardown (`skip_teardown_collections`).
+`sample`, ~0.3 s of its `fit`, on one core). The entry points (`vi.fit`, `mcmc.sample`,
+`targets.from_numpyro`) raise the young-generation threshold for their duration and restore the
+caller's thresholds on exit; garbage is still collected, in fewer, larger batches. `inertia` CLI
+commands also skip the collections of interpreter teardown (`skip_teardown_collections`).
 """
 from __future__ import annotations
 
