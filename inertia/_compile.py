@@ -146,16 +146,6 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0) -> tuple:
     return ("fast" if total <= FAST_WORK[driver] else "optimized"), hot
 
 
-def tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
-    """The tier of a run's programs other than the hot ones (see tiers_of)."""
-    return tiers_of(target, driver, length)[0]
-
-
-def hot_tier_of(target, driver: str = "fit", length: float = 1.0) -> str:
-    """The tier of a run's hot programs (see tiers_of)."""
-    return tiers_of(target, driver, length)[1]
-
-
 @contextlib.contextmanager
 def tier_for(target, driver: str = "fit", length: float = 1.0):
     """Context manager: the tiers of a run (see tiers_of); yields the tier of its programs other

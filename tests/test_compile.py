@@ -14,19 +14,22 @@ def test_small_target_gets_the_fast_tier_and_a_large_one_the_optimized(monkeypat
     monkeypatch.delenv("INERTIA_COMPILE", raising=False)
     small = gaussian(np.zeros(3), np.eye(3))
     assert _compile.work(small) < _compile.FAST_WORK["fit"] < _compile.FAST_WORK["sample"]
-    assert _compile.tier_of(small) == "fast" and _compile.tier_of(small, "sample") == "fast"
+    assert _compile.tiers_of(small)[0] == "fast"
+    assert _compile.tiers_of(small, "sample")[0] == "fast"
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 40))
     big = logistic_regression(X, (rng.uniform(size=20000) < 0.5).astype(float))
     # 20,000 rows x 41 columns: the gradient alone is ~5e6 flops, over both drivers' budgets
     assert _compile.work(big) > _compile.FAST_WORK["sample"]
-    assert _compile.tier_of(big) == "optimized" and _compile.tier_of(big, "sample") == "optimized"
+    assert _compile.tiers_of(big)[0] == "optimized"
+    assert _compile.tiers_of(big, "sample")[0] == "optimized"
     mid = logistic_regression(X[:3000, :30], (rng.uniform(size=3000) < 0.5).astype(float))
     assert _compile.FAST_WORK["fit"] < _compile.work(mid) < _compile.FAST_WORK["sample"]
-    assert _compile.tier_of(mid) == "optimized" and _compile.tier_of(mid, "sample") == "fast"
+    assert _compile.tiers_of(mid)[0] == "optimized"
+    assert _compile.tiers_of(mid, "sample")[0] == "fast"
     wide = from_potential(lambda x: 0.5 * x @ x, 300, name="wide")  # d^3 / 8 alone is over
     assert _compile.work(wide) == 300.0 ** 3 / 8 + 8 * 300.0 ** 2  # no gradient needed
-    assert _compile.tier_of(wide, "sample") == "optimized"
+    assert _compile.tiers_of(wide, "sample")[0] == "optimized"
 
 
 def test_a_long_run_of_a_small_target_is_optimized(monkeypatch):
@@ -37,19 +40,19 @@ def test_a_long_run_of_a_small_target_is_optimized(monkeypatch):
     assert _compile.run_length("fit", {}) == 1.0 and _compile.run_length("sample", {}) == 1.0
     assert _compile.run_length("sample", {"num_steps": 500, "num_chains": 8}) == 1.0
     small = gaussian(np.zeros(8), np.eye(8))
-    assert _compile.tier_of(small, "fit") == "fast"
-    assert _compile.tier_of(small, "fit", 2.0) == "fast"
-    assert _compile.tier_of(small, "fit", length) == "optimized"  # a production run
+    assert _compile.tiers_of(small, "fit")[0] == "fast"
+    assert _compile.tiers_of(small, "fit", 2.0)[0] == "fast"
+    assert _compile.tiers_of(small, "fit", length)[0] == "optimized"  # a production run
 
 
 def test_environment_forces_a_tier_and_a_bad_target_falls_back(monkeypatch):
     small = gaussian(np.zeros(2), np.eye(2))
     monkeypatch.setenv("INERTIA_COMPILE", "optimized")
-    assert _compile.tier_of(small) == "optimized"
+    assert _compile.tiers_of(small)[0] == "optimized"
     monkeypatch.setenv("INERTIA_COMPILE", "fast")
-    assert _compile.tier_of(object()) == "fast"
+    assert _compile.tiers_of(object())[0] == "fast"
     monkeypatch.delenv("INERTIA_COMPILE")
-    assert _compile.tier_of(object()) == "optimized"  # the driver raises its own error later
+    assert _compile.tiers_of(object())[0] == "optimized"  # the driver raises its own error later
     with pytest.raises(ValueError, match="unknown compile tier"):
         with _compile.tier("quick"):
             pass
@@ -109,7 +112,7 @@ def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized
     with _compile.tier_for(tiny, "sample"):
         assert _compile.current() == _compile.current(hot=True) == "fast"
     monkeypatch.setenv("INERTIA_COMPILE", "fast")
-    assert _compile.hot_tier_of(mid) == "fast"
+    assert _compile.tiers_of(mid)[1] == "fast"
     with _compile.tier_for(mid, "fit"):  # a forced tier reaches every program
         assert _compile.current(optimized=True) == _compile.current(hot=True) == "fast"
     assert _compile.current() == "optimized"  # outside every run
