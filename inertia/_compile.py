@@ -94,7 +94,7 @@ def gradient_flops(target) -> float:
     its lowered program; the lowering is reused when that program is compiled later)."""
     from inertia.targets.base import jitted
 
-    x = jax.ShapeDtypeStruct((target.dim,), jnp.zeros(()).dtype)
+    x = jax.ShapeDtypeStruct((target.dim,), jax.dtypes.canonicalize_dtype(jnp.float64))
     cost = jitted(target, "value_and_grad").lower(x).cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
     return float((cost or {}).get("flops", 0.0))
@@ -243,3 +243,9 @@ def jit(fun=None, *, hot: bool = False, optimized: bool = False, **kwargs):
     if fun is None:
         return lambda f: _Jit(f, kwargs, hot, optimized)
     return _Jit(fun, kwargs, hot, optimized)
+
+
+def device(x, dtype=None):
+    """`x` (array-like, host) as a device array of `dtype`, compiling nothing (an eager
+    `jnp.asarray` of a NumPy array compiles a small program per shape and dtype)."""
+    return jax.device_put(np.asarray(x, dtype=dtype))

@@ -5,6 +5,7 @@ import functools
 import operator
 
 import jax
+import numpy as np
 
 from . import _compile
 
@@ -23,6 +24,15 @@ def check_seed(seed, name: str = "seed") -> int:
     if not 0 <= value < SEED_MAX:
         raise ValueError(f"{name} must be a whole number in [0, 2^63), got {value}")
     return value
+
+
+def key_of(seed: int):
+    """`jax.random.PRNGKey(seed)` built on the host, compiling nothing: the threefry key
+    [seed >> 32, seed mod 2^32] of a seed in [0, 2^63) (another default PRNG: PRNGKey itself)."""
+    seed = check_seed(seed)
+    if jax.config.jax_default_prng_impl != "threefry2x32" or jax.config.jax_enable_custom_prng:
+        return jax.random.PRNGKey(seed)
+    return jax.device_put(np.array([seed >> 32, seed & 0xFFFFFFFF], dtype=np.uint32))
 
 
 def host_normal(key, shape, dtype=None):

@@ -116,3 +116,32 @@ def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized
     with _compile.tier_for(mid, "fit"):  # a forced tier reaches every program
         assert _compile.current(optimized=True) == _compile.current(hot=True) == "fast"
     assert _compile.current() == "optimized"  # outside every run
+
+
+def test_device_puts_host_arrays_without_compiling():
+    import logging
+
+    names = []
+
+    class _Log(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("Finished XLA compilation"):
+                names.append(record.getMessage())
+
+    shape = (7, 13)  # a shape no other test stages
+    x = np.arange(91.0).reshape(shape) / 3.0
+    h, old = _Log(), jax.config.jax_log_compiles
+    jax.config.update("jax_log_compiles", True)
+    logging.getLogger("jax").addHandler(h)
+    try:
+        y = _compile.device(x)
+        z = _compile.device(x, np.float32)
+        k = _compile.device(3, np.int64)
+    finally:
+        logging.getLogger("jax").removeHandler(h)
+        jax.config.update("jax_log_compiles", old)
+    assert names == []
+    ref = jnp.asarray(x)  # what it replaces: same values, dtype and (non-weak) type
+    assert isinstance(y, jax.Array) and y.dtype == ref.dtype and not y.weak_type
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(ref))
+    assert z.dtype == jnp.float32 and k.dtype == jnp.int64 and k.shape == ()

@@ -65,8 +65,8 @@ def value_and_grad_fn(target):
 def frame_value_and_grad(target, mean, factor):
     """(V_w, grad V_w) of V_w(z) = V(mean + factor z) as a pytree function whose arrays are traced:
     one compilation of the chains serves every frame of the same shapes."""
-    return jax.tree_util.Partial(_frame_fn(target), jnp.asarray(mean, dtype=jnp.float64),
-                                 jnp.asarray(factor, dtype=jnp.float64))
+    return jax.tree_util.Partial(_frame_fn(target), _compile.device(mean, np.float64),
+                                 _compile.device(factor, np.float64))
 
 
 @functools.lru_cache(maxsize=32)
@@ -303,10 +303,10 @@ def raised(accept):
 def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
     """STAGE2 iterations of dual averaging at trajectory time `time`, friction gamma and flow step
     eps, from step h: (states, averaged h, record, gradients, second-half draws if `keep`)."""
-    log_h = jnp.log(jnp.float64(h))
+    f = lambda x: _compile.device(x, np.float64)  # noqa: E731
+    log_h = f(math.log(h))  # XLA's float64 log and libm's agree to the bit
     state, h2, (z, acc, div, ng) = _adapt_runner(method, STAGE2)(
-        vg, state, key, log_h, log_h, jnp.float64(gamma), jnp.float64(eps / h), jnp.float64(time),
-        jnp.float64(accept))
+        vg, state, key, log_h, log_h, f(gamma), f(eps / h), f(time), f(accept))
     acc, div = np.asarray(acc), np.asarray(div)
     stage = {"iterations": STAGE2, "target_accept": float(accept), "step_size": float(h2),
              "acceptance": float(np.nanmean(acc[STAGE2 // 2:])), "divergences": int(div.sum()),
@@ -368,10 +368,11 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
         z0 = np.linalg.solve(fit.factor, (x - fit.mean).T).T
     state = _start(method, vg, z0, keys["start"])
     h0 = min(1.0, 1.5 * d ** -0.25)
-    log_h0 = jnp.log(jnp.float64(h0))
+    f = lambda x: _compile.device(x, np.float64)  # noqa: E731
+    log_h0 = math.log(h0)
     state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
-        vg, state, k2, log_h0, log_h0 + math.log(10.0), jnp.float64(0.0), jnp.float64(0.0),
-        jnp.float64(T0), jnp.float64(target_accept))
+        vg, state, k2, f(log_h0), f(log_h0 + math.log(10.0)), f(0.0), f(0.0), f(T0),
+        f(target_accept))
     h1 = float(h1)
     z1, acc1 = np.asarray(z1), np.asarray(acc1)
     half = STAGE1 // 2

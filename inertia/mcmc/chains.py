@@ -111,11 +111,10 @@ def program(method, flow: bool):
 def tuning(log_h=0.0, *, mu=0.0, gamma=0.0, alpha=0.0, time=1.0, delta=0.8, step_size=1.0,
            num_leapfrog=1.0, length_spread=None, adapt=True, num_iters=BLOCK) -> Tuning:
     """Tuning arguments as float64 / int arrays (one compilation for all their values)."""
-    f = lambda x: jnp.asarray(x, dtype=jnp.float64)  # noqa: E731
+    f = lambda x: _compile.device(x, np.float64)  # noqa: E731
     return Tuning(f(log_h), f(mu), f(gamma), f(alpha), f(time), f(delta), f(step_size),
                   f(num_leapfrog), f(LENGTH_SPREAD if length_spread is None else length_spread),
-                  jnp.asarray(bool(adapt)),
-                  jnp.asarray(int(num_iters), dtype=jnp.int64))
+                  _compile.device(bool(adapt)), _compile.device(int(num_iters), np.int64))
 
 
 def sampling(params: Params, num_iters: int) -> Tuning:

@@ -274,9 +274,9 @@ def _initial_positions(target, init, keys):
     n = keys.shape[0]
     if init is None:
         return jax.vmap(lambda k: jax.random.normal(k, (d,), dtype=jnp.float64))(keys)
-    x = jnp.asarray(init, dtype=jnp.float64)
+    x = np.asarray(init, dtype=np.float64)
     if x.shape == (d,):
-        return jnp.broadcast_to(x, (n, d))
+        return _compile.device(np.broadcast_to(x, (n, d)))
     if x.shape == (n, d):
         return x
     raise ValueError(f"init must have shape ({d},) or (num_chains, {d}) = ({n}, {d}); got {x.shape}")
@@ -404,7 +404,7 @@ def _advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=No
 
 def _start(m, grad_fn, q0, keys):
     """Chain states at positions q0 (num_chains, d), with a clear error when the model is not finite."""
-    state = _init_fn(m, grad_fn)(jnp.asarray(q0), keys)
+    state = _init_fn(m, grad_fn)(q0, keys)  # host or device arrays: nothing compiled
     bad = ~np.all(np.isfinite(np.asarray(state.grad)), axis=1) | \
         ~np.all(np.isfinite(np.asarray(q0)), axis=1)
     if bad.any():
@@ -533,7 +533,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         from .warmup import BLOCK, run_warmup
 
         def wrunner(wt, pd, start, key, steps):
-            p = Params(*(None if v is None else jnp.float64(v) for v in _params_of(pd)))
+            p = Params(*(None if v is None else _compile.device(v, np.float64) for v in _params_of(pd)))
             ks = jax.random.split(key, 2 * num_chains)
             st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
             c = (st, ks[num_chains:], zeros, zeros)
@@ -563,7 +563,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         block = 1000
         bias = _gaussian_bias(target, m, params)
     carry = (state, split3[:, 2], zeros, zeros)
-    jparams = Params(*(None if v is None else jnp.float64(v) for v in params))
+    jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
     burn = 0.0 if auto else 0.5
     run_fn = _model_fn(m, run_target) if run_fn is None else run_fn
 
@@ -591,7 +591,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
                 discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
                 params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
                                         params, tuning)
-                jparams = Params(*(jnp.float64(v) for v in params))
+                jparams = Params(*(_compile.device(v, np.float64) for v in params))
                 carry = (state,) + tuple(carry[1:])
                 chunks, infos, done, goal, retries = [], [], 0, goal0, retries + 1
                 continue

@@ -45,9 +45,9 @@ def coordinate_names(res) -> list:
 def fit_draws(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> np.ndarray:
     """(seed, draw, d) draws of the fitted Gaussian(s), the same for every caller with the same
     num_draws and seed."""
-    import jax
+    from .._random import key_of
 
-    d = res.sample(jax.random.PRNGKey(seed), num_draws)
+    d = res.sample(key_of(seed), num_draws)
     return d[None] if d.ndim == 2 else d
 
 

@@ -2,10 +2,30 @@
 from .base import (GaussianExpectations, ObservationModel, Target, TargetError, check_point,
                    from_logdensity, from_potential)
 from .gaussian import gaussian, kappa_family
-from .glm import glm_target, hermite_nodes, logistic_regression, probit_regression
-from .graph_probit import graph_probit, graph_probit_dataset, graph_probit_reference
-from .hard import hard_family, hard_pair
 from .zoo import MODELS, make_target
+
+# imported on first use: they load scipy.optimize, scipy.sparse and scipy.spatial, which a model
+# of the user's never needs
+_LAZY = {name: module for module, names in {
+    "glm": ("glm_target", "hermite_nodes", "logistic_regression", "probit_regression"),
+    "graph_probit": ("graph_probit", "graph_probit_dataset", "graph_probit_reference"),
+    "hard": ("hard_family", "hard_pair"),
+}.items() for name in names}
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
 
 
 def from_numpyro(model, *args, **kwargs):

@@ -13,10 +13,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
+from .._compile import device
 from .base import Target, TargetError, jitted
 from .mode import find_mode as mode_search, inverse_factor
 
@@ -79,7 +78,7 @@ def _jitted_hessian(target):
 def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
     """(lambda_min, lambda_max, H or None, hvps) of hess V(x): dense for small d, else Lanczos."""
     d = target.dim
-    x = jnp.asarray(x)
+    x = device(x)
     if d <= dense_max_dim:
         H = np.asarray(_jitted_hessian(target)(x))
         H = 0.5 * (H + H.T)
@@ -94,7 +93,7 @@ def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
 
     def mv(v):
         count[0] += 1
-        return np.asarray(hvp(x, jnp.asarray(np.ravel(v), dtype=jnp.float64)))
+        return np.asarray(hvp(x, device(np.ravel(v), np.float64)))
 
     op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
     rng = np.random.default_rng(0)
@@ -154,7 +153,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
         hvps += n
     if H0 is None and d <= 4096:
-        H0 = np.asarray(_jitted_hessian(target)(jnp.asarray(mode)))
+        H0 = np.asarray(_jitted_hessian(target)(device(mode)))
         H0 = 0.5 * (H0 + H0.T)
         hvps += d
     if H0 is not None:
@@ -196,7 +195,7 @@ def check_curvature(target: Target, mode, lmins, lmaxs, mean_lmin, H_mode=None) 
         vg = jitted(target, "value_and_grad")
         rng = np.random.default_rng(0)
         pts = [np.asarray(mode)] + [np.asarray(mode) + rng.standard_normal(d) for _ in range(3)]
-        grads = [float(np.max(np.abs(np.asarray(vg(jnp.asarray(x))[1])))) for x in pts]
+        grads = [float(np.max(np.abs(np.asarray(vg(device(x))[1])))) for x in pts]
         if max(grads) > 0:
             raise TargetError(
                 "the log density has no curvature: its Hessian is 0 at the MAP and around it while "
@@ -245,7 +244,7 @@ def spectrum_under(target: Target, mean, factor, num_points: int, *, seed: int =
     for _ in range(max(0, num_points)):
         x = np.asarray(mean) + np.asarray(factor) @ rng.standard_normal(d)
         pot += 1
-        if not np.isfinite(float(vg(jnp.asarray(x))[0])):
+        if not np.isfinite(float(vg(device(x))[0])):
             continue
         lmin, lmax, H, n = hessian_extremes(target, x, dense_max_dim=dense_max_dim)
         hvps += n

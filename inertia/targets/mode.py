@@ -17,9 +17,9 @@ import dataclasses
 import math
 from typing import Optional
 
-import jax.numpy as jnp
 import numpy as np
 
+from .._compile import device
 from .base import Target, TargetError, jitted, potential_on_rows
 
 DENSE_MAX_DIM = 1000  # up to this d the Newton steps use the dense Hessian
@@ -60,7 +60,7 @@ def _lbfgs(vg, x0, max_iter):
 
     def fun(x):
         count[0] += 1
-        v, g = vg(jnp.asarray(x))
+        v, g = vg(device(x))
         v = float(v)
         if not math.isfinite(v):
             return 1e300, np.zeros_like(x)  # makes the line search back off
@@ -72,7 +72,7 @@ def _lbfgs(vg, x0, max_iter):
 
 
 def _dense_hessian(target, x):
-    H = np.asarray(jitted(target, "hessian")(jnp.asarray(x)), dtype=np.float64)
+    H = np.asarray(jitted(target, "hessian")(device(x)), dtype=np.float64)
     return 0.5 * (H + H.T)
 
 
@@ -108,7 +108,7 @@ def _decrement_cg(hvp, x, g, d):
 
     def mv(v):
         count[0] += 1
-        out = np.asarray(hvp(jnp.asarray(x), jnp.asarray(np.ravel(v))), dtype=np.float64)
+        out = np.asarray(hvp(device(x), device(np.ravel(v))), dtype=np.float64)
         if float(np.ravel(v) @ out) <= 0.0:
             negative[0] = True
         return out
@@ -127,7 +127,7 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     d = target.dim
     vg = jitted(target, "value_and_grad")
     x0 = np.zeros(d) if init is None else np.asarray(init, dtype=np.float64).reshape(d)
-    v0, g0 = vg(jnp.asarray(x0))
+    v0, g0 = vg(device(x0))
     if not (np.isfinite(float(v0)) and np.all(np.isfinite(np.asarray(g0)))):
         raise TargetError("the potential or its gradient is not finite at the starting point; "
                           "pass init= a point where the log density is finite")
@@ -140,7 +140,7 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
         H1 = _dense_hessian(target, x1)
         hvps += d
     hvp = jitted(target, "hvp")
-    g1 = np.asarray(vg(jnp.asarray(x1))[1], dtype=np.float64)
+    g1 = np.asarray(vg(device(x1))[1], dtype=np.float64)
     if dense and np.all(np.isfinite(H1)) and np.all(np.isfinite(g1)):
         dec = _decrement(H1, g1)
         if math.isfinite(dec) and dec <= tol:  # L-BFGS already there
@@ -149,7 +149,7 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     C = _frame(H1, d)
 
     def fun(z):
-        v, g = vg(jnp.asarray(x1 + C @ z))
+        v, g = vg(device(x1 + C @ z))
         v = float(v)
         g = np.asarray(g, dtype=np.float64)
         if not (math.isfinite(v) and np.all(np.isfinite(g))):
@@ -183,20 +183,20 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     else:
         def hessp(z, p):
             count["h"] += 1
-            return C.T @ np.asarray(hvp(jnp.asarray(x1 + C @ z), jnp.asarray(C @ p)))
+            return C.T @ np.asarray(hvp(device(x1 + C @ z), device(C @ p)))
         kw, method = {"hessp": hessp}, "trust-krylov"
     x, reason = x1, ""
     try:
         res = minimize(f, np.zeros(d), jac=jac, method=method,
                        options={"maxiter": newton_iter, "gtol": 1e-12}, **kw)
-        if math.isfinite(float(res.fun)) and res.fun <= float(vg(jnp.asarray(x1))[0]):
+        if math.isfinite(float(res.fun)) and res.fun <= float(vg(device(x1))[0]):
             x = x1 + C @ np.asarray(res.x)
         reason = str(res.message)
     except (np.linalg.LinAlgError, ValueError) as err:  # a singular / non-finite Hessian
         reason = f"{method} failed: {err}"
     grads += count["g"] + 1
     hvps += count["h"]
-    g = np.asarray(vg(jnp.asarray(x))[1], dtype=np.float64)
+    g = np.asarray(vg(device(x))[1], dtype=np.float64)
     H = None
     if dense:
         H = _dense_hessian(target, x)
@@ -231,7 +231,7 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     ts = 2.0 ** np.arange(1, int(math.log2(max_scale)) + 1)
     X = np.asarray(mode)[None, None] + ts[None, :, None] * U[:, None, :]  # (rays, distances, d)
     V = potential_on_rows(target.potential, X.reshape(-1, d)).reshape(len(U), len(ts))
-    v0 = float(jitted(target, "value_and_grad")(jnp.asarray(mode))[0])  # compiled already
+    v0 = float(jitted(target, "value_and_grad")(device(mode))[0])  # compiled already
     V = np.where(np.isfinite(V), V, np.inf)
     # falls below the mode, and keeps falling over the last doublings: no bound below on this ray
     falling = (V[:, -1] < v0 - 1.0) & np.all(np.diff(V[:, -4:], axis=1) < 0, axis=1)

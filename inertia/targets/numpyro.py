@@ -93,9 +93,9 @@ def _valid_start(target, seed):
     rng = np.random.default_rng(seed)
     for _ in range(INIT_TRIES):
         x = rng.uniform(-INIT_RADIUS, INIT_RADIUS, target.dim)
-        v, g = vg(jnp.asarray(x))
+        v, g = vg(_compile.device(x))
         if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
-            return jnp.asarray(x)
+            return _compile.device(x)
     raise TargetError("NumPyro could not initialise the model: no point with a finite log density "
                       f"and gradient was found in {INIT_TRIES} draws of uniform(-2, 2) on the "
                       "unconstrained space")

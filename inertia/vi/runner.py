@@ -153,7 +153,7 @@ class Runner:
             target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
             step_size=step, s=s, **opts)
         self.kernel = self._wrap(kernel)
-        self.params = jnp.asarray(np.asarray([self.rule.eta, self.rule.s or 0.0], dtype=self.dtype))
+        self.params = _compile.device([self.rule.eta, self.rule.s or 0.0], self.dtype)
         structure = (target, opts.get("set_bounds"), self.rule.s is None)  # new bounds: new target
         if self.traced and structure == getattr(self, "_structure", None):
             return  # only eta and s changed: the compiled blocks take them as arguments
