@@ -39,9 +39,11 @@ TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitt
 FAST_WORK = {"fit": 5e5, "sample": 1.5e6}
 FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run time comes first
 # the hot programs (the VI block, the chains), run thousands of times and kept by the cache for
-# re-runs, take the fast tier only for the smallest models (gradients of a few thousand flops:
-# their run is a fraction of a second either way)
-HOT_FAST_WORK = 1e4
+# re-runs, take the fast tier only for the smallest models: work x hot length (for fit, the batch
+# relative to 8) at most this. A fit of a 500 x 10 logistic regression (5.6e4) compiles its block
+# 0.4 s faster and runs it 0.01 s slower fast than lean; a 40-group hierarchical logistic at its
+# batch of 22 (2.2e5) would run 1.1 s slower; the chains run ~10x longer than a fit's block
+HOT_FAST_WORK = {"fit": 1e5, "sample": 1e4}
 # above that, up to LEAN_WORK, the hot programs take the "lean" tier (LLVM -O1, classic emitters):
 # a third of the default's compile time (~1 s less), the same numbers, elementwise work up to
 # ~1.5x slower; a fit of 5,000 rows x 100 (work 3.5e6) runs 2 % slower lean, about break-even
@@ -126,11 +128,13 @@ def _forced() -> str | None:
     return name if name in TIERS else None
 
 
-def tiers_of(target, driver: str = "fit", length: float = 1.0) -> tuple:
+def tiers_of(target, driver: str = "fit", length: float = 1.0,
+             hot_length: float | None = None) -> tuple:
     """(tier of a run's programs, tier of its hot programs) for a run of `driver` ("fit" or
     "sample") on a target, `length` times the driver's default run: "fast" when length is at most
-    FAST_MAX_LENGTH and work x length at most FAST_WORK[driver] (HOT_FAST_WORK for the hot
-    programs, which are "lean" up to LEAN_WORK[driver]), else "optimized";
+    FAST_MAX_LENGTH and work x length at most FAST_WORK[driver] (work x `hot_length`, default
+    `length`, at most HOT_FAST_WORK[driver] for the hot programs, which are "lean" while
+    work x length is at most LEAN_WORK[driver]), else "optimized";
     $INERTIA_COMPILE=fast|lean|optimized forces both."""
     forced = _forced()
     if forced:
@@ -141,20 +145,21 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0) -> tuple:
         total = work(target) * length
     except Exception:  # a bad target or potential fails later, with the driver's own error
         return "optimized", "optimized"
-    hot = ("fast" if total <= HOT_FAST_WORK else "lean" if total <= LEAN_WORK[driver]
+    hot_total = total if hot_length is None else total / length * hot_length
+    hot = ("fast" if hot_total <= HOT_FAST_WORK[driver] else "lean" if total <= LEAN_WORK[driver]
            else "optimized")
     return ("fast" if total <= FAST_WORK[driver] else "optimized"), hot
 
 
 @contextlib.contextmanager
-def tier_for(target, driver: str = "fit", length: float = 1.0):
+def tier_for(target, driver: str = "fit", length: float = 1.0, hot_length: float | None = None):
     """Context manager: the tiers of a run (see tiers_of); yields the tier of its programs other
     than the hot ones. Tiers already set are kept (a driver calling another, on a whitened
     target, compiles at its caller's tiers)."""
     if _TIER.get() is not None:
         yield current()
         return
-    with _set(tiers_of(target, driver, length) + (_forced() or "optimized",)) as pair:
+    with _set(tiers_of(target, driver, length, hot_length) + (_forced() or "optimized",)) as pair:
         yield pair[0]
 
 
@@ -173,13 +178,16 @@ def run_length(driver: str, kwargs: dict) -> float:
     return steps * _number(kwargs.get("num_chains"), 4) / 4.0
 
 
-def per_target(driver: str):
+def per_target(driver: str, hot_length=None):
     """Decorator: fn(target, ...) run with its programs compiled at the tier of that run; the
-    result remembers it (`compile_tier`) for its post-processing (see `of_result`)."""
+    result remembers it (`compile_tier`) for its post-processing (see `of_result`).
+    `hot_length(target, kwargs)`: the hot programs' run length where it differs (fit: its batch)."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(target, *args, **kwargs):
-            with tier_for(target, driver, run_length(driver, kwargs)) as name:
+            length = run_length(driver, kwargs)
+            hot = None if hot_length is None else hot_length(target, kwargs, length)
+            with tier_for(target, driver, length, hot) as name:
                 out = fn(target, *args, **kwargs)
             try:
                 out.compile_tier = name

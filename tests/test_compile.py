@@ -93,8 +93,13 @@ def test_fit_agrees_across_tiers_to_rounding():
 def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized(monkeypatch):
     monkeypatch.delenv("INERTIA_COMPILE", raising=False)
     rng = np.random.default_rng(3)
-    mid = logistic_regression(rng.normal(size=(500, 10)), (rng.uniform(size=500) < 0.5) * 1.0)
-    assert _compile.HOT_FAST_WORK < _compile.work(mid) < _compile.LEAN_WORK["fit"]
+    small = logistic_regression(rng.normal(size=(500, 10)), (rng.uniform(size=500) < 0.5) * 1.0)
+    assert _compile.HOT_FAST_WORK["sample"] < _compile.work(small) < _compile.HOT_FAST_WORK["fit"]
+    assert _compile.tiers_of(small, "fit") == ("fast", "fast")  # its VI block at a batch of 8
+    assert _compile.tiers_of(small, "fit", 1.0, 4.0) == ("fast", "lean")  # at a batch of 32
+    assert _compile.tiers_of(small, "sample") == ("fast", "lean")  # the chains run longer
+    mid = logistic_regression(rng.normal(size=(2000, 10)), (rng.uniform(size=2000) < 0.5) * 1.0)
+    assert _compile.HOT_FAST_WORK["fit"] < _compile.work(mid) < _compile.LEAN_WORK["fit"]
     with _compile.tier_for(mid, "fit") as name:
         assert name == "fast" and _compile.current() == "fast"
         assert _compile.current(hot=True) == "lean"  # the VI block and the chains
@@ -145,3 +150,12 @@ def test_device_puts_host_arrays_without_compiling():
     assert isinstance(y, jax.Array) and y.dtype == ref.dtype and not y.weak_type
     np.testing.assert_array_equal(np.asarray(y), np.asarray(ref))
     assert z.dtype == jnp.float32 and k.dtype == jnp.int64 and k.shape == ()
+
+
+def test_fit_sizes_its_block_tier_by_the_default_batch(monkeypatch):
+    from inertia.vi.fit import _block_length
+
+    monkeypatch.delenv("INERTIA_COMPILE", raising=False)
+    assert _block_length(gaussian(np.zeros(4), np.eye(4)), {}, 1.0) == 1.0  # batch 8
+    assert _block_length(gaussian(np.zeros(44), np.eye(44)), {}, 2.0) == 2.0 * 22 / 8
+    assert _block_length(gaussian(np.zeros(44), np.eye(44)), {"batch_size": 8}, 1.0) == 1.0

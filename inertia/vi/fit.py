@@ -141,9 +141,17 @@ def _dtype_name(dtype):
     return name
 
 
+def _block_length(target, kwargs, length):
+    """The VI block's run length for its tier: the run's, with the default batch when none is given
+    (the block's work grows with the batch; `run_length` counts a given one already)."""
+    if kwargs.get("batch_size") is not None:
+        return length
+    return length * default_batch(DEFAULT_METHOD, getattr(target, "dim", 1)) / 8.0
+
+
 # one BLAS thread (inertia._threads), the target's compile tier (inertia._compile), fewer
 # garbage collections while tracing (inertia._gc)
-fit = blas_limited(fewer_collections()(per_target("fit")(fit)))
+fit = blas_limited(fewer_collections()(per_target("fit", _block_length)(fit)))
 
 __all__ = ["fit", "FitResult", "FitOptions", "hitting_step", "make_kernel", "resolve_step",
            "to_coords", "initial"]
