@@ -142,10 +142,10 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0,
     if length > FAST_MAX_LENGTH:
         return "optimized", "optimized"
     try:
-        total = work(target) * length
+        w = work(target)
     except Exception:  # a bad target or potential fails later, with the driver's own error
         return "optimized", "optimized"
-    hot_total = total if hot_length is None else total / length * hot_length
+    total, hot_total = w * length, w * (length if hot_length is None else hot_length)
     hot = ("fast" if hot_total <= HOT_FAST_WORK[driver] else "lean" if total <= LEAN_WORK[driver]
            else "optimized")
     return ("fast" if total <= FAST_WORK[driver] else "optimized"), hot
@@ -181,7 +181,8 @@ def run_length(driver: str, kwargs: dict) -> float:
 def per_target(driver: str, hot_length=None):
     """Decorator: fn(target, ...) run with its programs compiled at the tier of that run; the
     result remembers it (`compile_tier`) for its post-processing (see `of_result`).
-    `hot_length(target, kwargs)`: the hot programs' run length where it differs (fit: its batch)."""
+    `hot_length(target, kwargs, length)`: the hot programs' run length where it differs from the
+    run's (fit: its block's batch)."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(target, *args, **kwargs):

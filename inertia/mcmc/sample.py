@@ -533,7 +533,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         from .warmup import BLOCK, run_warmup
 
         def wrunner(wt, pd, start, key, steps):
-            p = Params(*(None if v is None else _compile.device(v, np.float64) for v in _params_of(pd)))
+            p = Params(*(None if v is None else _compile.device(v, np.float64)
+                         for v in _params_of(pd)))
             ks = jax.random.split(key, 2 * num_chains)
             st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
             c = (st, ks[num_chains:], zeros, zeros)
