@@ -27,9 +27,11 @@ import numpy as np
 from .. import _compile
 from ..targets.base import Target
 from ..targets.whiten import whiten
-from ..vi.auto import SWITCH_KAPPA
 
 MAX_HALVINGS = 4
+# the Laplace-whitened target's estimated kappa from which the Laplace fit is a poor frame and
+# the warm-up fits q by VI (docs/hfhr.md)
+SWITCH_KAPPA = 1e4
 # the VI fit when a badly conditioned Laplace frame sends the warm-up to VI: a preconditioner needs
 # q to a fraction of a nat, not to 1e-4 (300 updates at the default batch gave the chains the same
 # errors as 2,000 on stochastic volatility at a quarter of the gradients; docs/hfhr.md)
@@ -54,7 +56,7 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     "vi": `inertia.vi.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
     and VI when the Laplace fit is unusable (MAP not converged or Hessian not positive definite
     there) or a poor frame (the Laplace-whitened target's estimated kappa at draws of the fit
-    >= vi.auto.SWITCH_KAPPA: a short run, VI_WARMUP); "none": identity factor at the MAP.
+    >= SWITCH_KAPPA: a short run, VI_WARMUP); "none": identity factor at the MAP.
     """
     from ..targets.curvature import estimate_curvature
 

@@ -251,3 +251,36 @@ def test_natural_gradient_runs_check_on_their_own_time_scale(monkeypatch):
     se = float(res.history["objective_stderr"][-1][0])
     assert abs(res.final_objective - f_star) < 4 * se
     np.testing.assert_allclose(np.sqrt(np.diag(res.cov)), sd_star, rtol=0.03)
+
+
+def test_a_hierarchical_model_at_whitened_kappa_700_gets_ngvi_and_converges():
+    """An 8-group hierarchical linear model (the speed benchmark's `hier8`, d = 12) is log-concave
+    at its Laplace draws but has whitened kappa ~700: stl-proj ran its 20,000 updates without
+    converging there, so the kappa rule must send it to ngvi-reparam."""
+    numpyro = pytest.importorskip("numpyro")
+    import numpyro.distributions as dist
+
+    from inertia.targets import from_numpyro
+    from inertia.vi.auto import FALLBACK_METHOD, SWITCH_KAPPA
+
+    def model(g, x, y=None):
+        mu = numpyro.sample("mu", dist.Normal(0, 5))
+        tau = numpyro.sample("tau", dist.HalfNormal(2.0))
+        with numpyro.plate("groups", 8):
+            z = numpyro.sample("z", dist.Normal(0, 1))
+        b = numpyro.sample("b", dist.Normal(0, 5))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
+        numpyro.sample("y", dist.Normal(mu + tau * z[g] + b * x, sigma), obs=y)
+
+    rng = np.random.default_rng(0)
+    g = np.arange(160) % 8
+    x = rng.normal(size=160)
+    y = 1 + rng.normal(scale=1.5, size=8)[g] + 0.7 * x + rng.normal(size=160)
+    res = fit(from_numpyro(model, jnp.asarray(g), jnp.asarray(x), y=jnp.asarray(y)))
+    chosen = [e for e in res.events if e.get("event") == "method chosen"]
+    assert chosen and chosen[0]["method"] == FALLBACK_METHOD, res.events[:3]
+    assert "kappa" in chosen[0]["reason"]
+    kappa = float(chosen[0]["reason"].split("kappa ")[1].split()[0])
+    assert SWITCH_KAPPA <= kappa < 1e4
+    assert res.stopped["converged"], res.stopped
+    assert res.num_steps < 10000
