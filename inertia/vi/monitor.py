@@ -19,7 +19,6 @@ import numpy as np
 
 from .. import _compile
 from ..targets.base import BATCH, batched_potential
-from .objective import half_logdet
 
 
 class Estimate(NamedTuple):
@@ -79,10 +78,25 @@ def _points(m, S, xi):
     return m + xi @ S.T
 
 
-@functools.partial(_compile.jit, static_argnums=1)
 def _factor_and_half_logdet(A, coords):
-    """(S with S S^T = Sigma, log |det A|) of a factor in the kernel's coordinates."""
-    return (A if coords != "cov" else jnp.linalg.cholesky(A)), half_logdet(A, coords)
+    """(S with S S^T = Sigma, log |det A|) of a factor in the kernel's coordinates, on the host: a
+    d x d LAPACK call either way, and no program to compile per coordinate system."""
+    A = np.asarray(A)
+    if not np.all(np.isfinite(A)):
+        return A, math.nan
+    A64 = A.astype(np.float64)
+    if coords == "chol":
+        return A, float(np.sum(np.log(np.abs(np.diagonal(A64)))))
+    if coords == "sym":
+        w = np.linalg.eigvalsh(0.5 * (A64 + A64.T))
+        return A, float(np.sum(np.log(w))) if np.all(w > 0) else math.nan
+    sign, logdet = np.linalg.slogdet(A64)
+    if not sign > 0:
+        return np.full_like(A, np.nan), math.nan
+    try:
+        return np.linalg.cholesky(A), 0.5 * float(logdet)
+    except np.linalg.LinAlgError:  # indefinite with a positive determinant
+        return np.full_like(A, np.nan), math.nan
 
 
 class ObjectiveMonitor:
@@ -105,7 +119,7 @@ class ObjectiveMonitor:
             shift, F = self._frame
             m, S = shift + F @ np.asarray(m), F @ np.asarray(S)
         v = np.concatenate([np.asarray(self._on_draws(m, S, xi)) for xi in self._chunks])
-        return v - self._const - float(hl)
+        return v - self._const - hl
 
     def __call__(self, ms, As) -> Estimate:
         """Estimates for stacked (m, A): ms (k, d), As (k, d, d)."""

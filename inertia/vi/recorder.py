@@ -40,6 +40,12 @@ class _Recorder:
         self.phase = []  # per checkpoint: 0 = iterate, 1 = running average of iterates
         self.best = None  # (F_hat, m, A) of the best phase-1 checkpoint (seed mean)
 
+    def host_cov(self, ms, As):
+        """Sigma per seed for (m, A) stacked over seeds, on the host (kernel.gaussian of NumPy arrays:
+        one d x d product, no program to compile)."""
+        return np.stack([np.asarray(self.kernel.gaussian(VIState(m, A, m, A))[1], np.float64)
+                         for m, A in zip(np.asarray(ms), np.asarray(As))])
+
     def start_averaging(self):
         """From now on each checkpoint reports the running average of the iterates since here
         (Polyak-Ruppert averaging; F is convex in (m, A), so the average beats the mean F)."""
@@ -191,8 +197,7 @@ class _Recorder:
             history["grad_evals"] = history["grad_evals"] + curvature.grad_evals
             history["hvp_evals"] = history["hvp_evals"] + curvature.hvp_evals
         final_m, last_A = self.final
-        final_cov = np.asarray(self.to_cov(np.asarray(final_m)[None],
-                                           np.asarray(last_A)[None]))[0]
+        final_cov = self.host_cov(final_m, last_A)
         coords = self.kernel.coords
         factor = last_A if coords != "cov" else np.linalg.cholesky(final_cov)
         if len(seeds) == 1:

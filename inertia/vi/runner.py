@@ -77,11 +77,16 @@ def step_keys(seeds, num_steps, attempt):
     return np.asarray(_step_keys(max(num_steps, 1), bool(attempt))(np.asarray(seeds), attempt))
 
 
+def _key_rows(seeds, num_steps, attempt=None):
+    """split(PRNGKey(seed) [folded with attempt], num_steps) per seed, traced."""
+    return jax.vmap(lambda sd: jax.random.split(
+        jax.random.PRNGKey(sd) if attempt is None else
+        jax.random.fold_in(jax.random.PRNGKey(sd), attempt), num_steps))(seeds)
+
+
 @functools.lru_cache(maxsize=8)
 def _step_keys(num_steps, fold):
-    return _compile.jit(lambda seeds, attempt: jax.vmap(lambda sd: jax.random.split(
-        jax.random.fold_in(jax.random.PRNGKey(sd), attempt) if fold else jax.random.PRNGKey(sd),
-        num_steps))(seeds))
+    return _compile.jit(lambda seeds, attempt: _key_rows(seeds, num_steps, attempt if fold else None))
 
 
 @dataclasses.dataclass
@@ -253,7 +258,10 @@ class Runner:
     def _start(self, m0, A0, seeds, num_steps, every) -> Loop:
         """The initial state per seed, the recorder with the start's checkpoint, the queue."""
         opts, kernel = self.opts, self.kernel
-        state = _compile.jit(jax.vmap(lambda _: kernel.init(m0, A0)))(np.arange(len(seeds)))
+        steps = max(num_steps, 1)
+        # one program for the initial states and the first attempt's keys (those of step_keys)
+        state, keys = _compile.jit(lambda sd: (jax.vmap(lambda _: kernel.init(m0, A0))(sd),
+                                               _key_rows(sd, steps)))(np.asarray(seeds))
         state = shard_leading(state)
         rec = _Recorder(self.target, kernel, opts.evaluate, opts.monitor, opts.monitor_draws,
                         seeds[0])
@@ -261,7 +269,7 @@ class Runner:
         rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
         rec.add(0, 0.0, np.asarray(state.m, np.float64)[None],
                 np.asarray(state.A, np.float64)[None])
-        loop = Loop(rec, state, seeds, num_steps, every, step_keys(seeds, num_steps, 0), [], rule)
+        loop = Loop(rec, state, seeds, num_steps, every, np.asarray(keys), [], rule)
         loop.queue = _schedule(num_steps, every) if rule is None else loop.checkpoints(0, num_steps)
         return loop
 

@@ -5,7 +5,6 @@ and restarted the state from the last checkpoint."""
 from __future__ import annotations
 
 
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _warnings
@@ -75,7 +74,7 @@ def reestimate(runner, rec) -> bool:
     from ..targets.curvature import bounds_under
 
     m, A = rec.final[0][0], rec.final[1][0]
-    cov = np.asarray(rec.to_cov(jnp.asarray(m)[None, None], jnp.asarray(A)[None, None]))[0, 0]
+    cov = rec.host_cov(np.asarray(m)[None], np.asarray(A)[None])[0]
     try:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
