@@ -234,7 +234,9 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     v0 = float(jitted(target, "value_and_grad")(device(mode))[0])  # compiled already
     V = np.where(np.isfinite(V), V, np.inf)
     # falls below the mode, and keeps falling over the last doublings: no bound below on this ray
-    falling = (V[:, -1] < v0 - 1.0) & np.all(np.diff(V[:, -4:], axis=1) < 0, axis=1)
+    # (a ray leaving the support has V = inf, and inf - inf = nan compares False: not falling)
+    with np.errstate(invalid="ignore"):
+        falling = (V[:, -1] < v0 - 1.0) & np.all(np.diff(V[:, -4:], axis=1) < 0, axis=1)
     if not falling.any():
         return None
     i = int(np.argmin(np.where(falling, V[:, -1], np.inf)))

@@ -1,5 +1,7 @@
 """Mode finder at extreme conditioning: closed-form modes at kappa = 1e10, the Newton decrement,
 the Laplace factor's accuracy, and the probe for a potential that falls without bound."""
+import warnings
+
 import numpy as np
 import jax.numpy as jnp
 from inertia.targets import from_potential
@@ -81,6 +83,15 @@ def test_probe_names_a_potential_that_falls_without_bound():
     assert found is not None and found["direction"][0] > 0.99
     proper = from_potential(lambda x: jnp.sum(jnp.log1p(x**2)), 3)  # Cauchy-like: heavy, proper
     assert probe_unbounded(proper, np.zeros(3), np.eye(3)) is None
+
+
+def test_probe_is_silent_on_rays_that_leave_the_support():
+    # V = inf beyond |x| = 3 (a truncated normal): the far rays' differences are inf - inf
+    t = from_potential(lambda x: jnp.where(jnp.max(jnp.abs(x)) < 3.0, 0.5 * jnp.sum(x**2),
+                                           jnp.inf), 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert probe_unbounded(t, np.zeros(2), np.eye(2)) is None
 
 
 def test_not_converged_is_reported_on_an_unbounded_potential():
