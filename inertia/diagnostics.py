@@ -210,7 +210,7 @@ def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int
 
 def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> int:
     """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (the target's
-    batched potential, `targets.base.potential_on_rows`)."""
+    batched potential at the current tier, `targets.base.potential_on_rows`)."""
     from .targets.base import BATCH, potential_on_rows
 
     x = np.asarray(draws, dtype=np.float64)
@@ -218,7 +218,8 @@ def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> 
     flat = flat[np.all(np.isfinite(flat), axis=1)]
     if flat.shape[0] == 0:
         return 0
-    return int(np.sum(~np.isfinite(potential_on_rows(potential, flat, batch or BATCH))))
+    return int(np.sum(~np.isfinite(potential_on_rows(potential, flat, batch or BATCH,
+                                                      optimized=False))))
 
 
 __all__ = ["Diagnostics", "diagnose", "summary", "arviz_stats", "count_nonfinite_potential",

@@ -123,6 +123,25 @@ def test_hot_programs_of_a_mid_sized_model_are_lean_and_of_a_large_one_optimized
     assert _compile.current() == "optimized"  # outside every run
 
 
+def test_the_samplers_check_takes_the_runs_tier_and_the_monitors_potential_stays_optimized():
+    from inertia.diagnostics import count_nonfinite_potential
+    from inertia.targets.base import BATCH, batched_potential
+
+    def V(x):
+        return jnp.where(x[0] < 2.0, 0.5 * jnp.sum(x**2), jnp.nan)
+
+    kept, check = batched_potential(V), batched_potential(V, optimized=False)
+    assert kept is batched_potential(V) and check is batched_potential(V, optimized=False)
+    draws = np.zeros((2, 300, 2))
+    draws[1, :7, 0] = 3.0  # seven draws where V is nan
+    with _compile.tier_for(gaussian(np.zeros(2), np.eye(2)), "sample"):
+        assert count_nonfinite_potential(V, draws) == 7
+        kept(np.zeros((BATCH, 2)))
+    if jax.default_backend() == "cpu":
+        assert list(check._jits) == [_compile._options_of("fast", "cpu")]
+        assert list(kept._jits) == [()]
+
+
 def test_device_puts_host_arrays_without_compiling():
     import logging
 
