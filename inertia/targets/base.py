@@ -288,7 +288,8 @@ def batched_potential(potential, optimized: bool = True):
     if fn is None:
         # the monitor's is compiled for run time at every tier: its draws are most of a small
         # fit's arithmetic (2-3x slower at -O0). A single pass over a run's 4,000 draws is not:
-        # at -O0 it compiles 0.1-0.2 s faster and runs at most 0.06 s slower (seven user models)
+        # at -O0 it compiles 0.05-0.2 s faster and runs up to 0.09 s slower, compile and run
+        # together at most 0.01 s more (seven user models)
         fn = cache[optimized] = _compile.jit(jax.vmap(potential), optimized=optimized)
     return fn
 
