@@ -8,10 +8,13 @@ thresholds of that paper) and no draw has a non-finite position, potential or gr
 from __future__ import annotations
 
 import dataclasses
+import sys
 import warnings
 from typing import Optional, Sequence
 
 import numpy as np
+
+from . import _prefetch
 
 RHAT_MAX = 1.01
 ESS_MIN = 100.0
@@ -26,6 +29,22 @@ def _arviz():
         except ImportError as err:  # pragma: no cover - arviz is a core dependency
             raise ImportError("diagnostics need arviz: pip install arviz") from err
     return arviz
+
+
+def prefetch() -> None:
+    """Start importing ArviZ in a background thread where a second core is free, so that it is
+    loaded when a run's chains finish (see inertia._prefetch); its once-a-day refactor notice is
+    silenced as `_arviz` does."""
+    if "arviz" not in sys.modules:
+        quiet_arviz_notice()
+        _prefetch.module("arviz")
+
+
+def quiet_arviz_notice() -> None:
+    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide (a
+    background import cannot scope it: `warnings.catch_warnings` is not thread-safe)."""
+    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                            category=FutureWarning, module="arviz")
 
 
 def arviz_stats(draws) -> dict:

@@ -355,10 +355,12 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
                    target_accept=TARGET_ACCEPT, tune_step=True):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for)."""
+    from ..diagnostics import prefetch
     from .sample import _start
     from .warmup import fit_gaussian, whiten
 
     fit = fit_gaussian(target, precondition, seed=seed)
+    prefetch()  # the diagnostics' ArviZ loads while the chains compile and run
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
     d = target.dim
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}

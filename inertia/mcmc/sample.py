@@ -568,6 +568,9 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     burn = 0.0 if auto else 0.5
     run_fn = _model_fn(m, run_target) if run_fn is None else run_fn
 
+    from ..diagnostics import prefetch
+
+    prefetch()  # the diagnostics' ArviZ loads while the chains run (started in the warm-up if any)
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
     block = max(1, min(goal, math.ceil(block / thinning)))

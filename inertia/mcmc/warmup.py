@@ -213,9 +213,11 @@ def run_warmup(target: Target, method, num_chains: int, key, *, precondition: st
                bias_tol: float = 0.03, init=None, runner=None, seed: int = 0):
     """The whole warm-up; `runner(wtarget, params, state, key, steps) -> (state, draws, diverged)`
     runs the chains. Returns (whitened target, fit, params dict, states, report)."""
+    from ..diagnostics import prefetch
     from .tuning import tune_ess
 
     fit = fit_gaussian(target, precondition, seed=seed)
+    prefetch()  # the moments checks' and diagnostics' ArviZ loads while the chains run
     wt = whiten(target, fit.mean, fit.factor)
     d = target.dim
     keys = jax.random.split(key, 4)

@@ -1,0 +1,50 @@
+"""Modules a run needs only at its end, imported in a background thread while it compiles and runs.
+
+XLA compiles and executes with the GIL released, so on a machine with a second free core an import
+started at the beginning of a sampler's chains (ArviZ for the diagnostics: about 1.3 s of xarray,
+pandas, scipy.stats and matplotlib) finishes while the chains compile and run. With one core the
+thread would only take turns with the run, so nothing is started there. The run's own `import`
+of the module waits for the thread (Python's per-module import lock) and raises any error itself.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import threading
+
+_STARTED: set = set()
+_LOCK = threading.Lock()
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def enabled() -> bool:
+    """Two or more cores, and $INERTIA_PREFETCH is not off / 0 / false / no."""
+    off = os.environ.get("INERTIA_PREFETCH", "").strip().lower() in ("off", "0", "false", "no")
+    return not off and cores() >= 2
+
+
+def _load(name: str) -> None:
+    try:
+        importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - the run's own import reports it
+        pass
+
+
+def module(name: str) -> bool:
+    """Start importing `name` in a daemon thread, once per process, where two or more cores are
+    available and it is not imported yet; whether a thread was started."""
+    with _LOCK:
+        if name in sys.modules or name in _STARTED or not enabled():
+            return False
+        _STARTED.add(name)
+    threading.Thread(target=_load, args=(name,), name=f"inertia-import-{name}",
+                     daemon=True).start()
+    return True

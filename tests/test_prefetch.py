@@ -1,0 +1,107 @@
+"""Background imports (inertia._prefetch): started only with a second core, once per module, and a
+failed one leaves the error to the caller's own import; the sampler starts ArviZ's in its warm-up."""
+import importlib
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from inertia import _prefetch
+
+
+def _write(tmp_path, monkeypatch, name, body="VALUE = 42\n"):
+    (tmp_path / f"{name}.py").write_text(body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+
+
+def _join(name):
+    for th in threading.enumerate():
+        if th.name == f"inertia-import-{name}":
+            th.join(timeout=60)
+
+
+def test_one_core_starts_nothing(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, "inertia_prefetch_probe_a")
+    monkeypatch.setattr(_prefetch, "cores", lambda: 1)
+    assert not _prefetch.module("inertia_prefetch_probe_a")
+    assert "inertia_prefetch_probe_a" not in sys.modules
+
+
+def test_two_cores_import_once_in_a_daemon_thread(tmp_path, monkeypatch):
+    name = "inertia_prefetch_probe_b"
+    _write(tmp_path, monkeypatch, name, "import threading\n"
+                                       "IMPORTED_BY = threading.current_thread().name\n")
+    monkeypatch.setattr(_prefetch, "cores", lambda: 2)
+    assert _prefetch.module(name)
+    assert not _prefetch.module(name)  # once per process
+    _join(name)
+    assert sys.modules[name].IMPORTED_BY == f"inertia-import-{name}"
+
+
+def test_an_imported_module_is_not_started_again(monkeypatch):
+    monkeypatch.setattr(_prefetch, "cores", lambda: 2)
+    assert not _prefetch.module("numpy")
+
+
+def test_a_failed_background_import_raises_in_the_callers_import(tmp_path, monkeypatch):
+    name = "inertia_prefetch_probe_c"
+    _write(tmp_path, monkeypatch, name, "raise RuntimeError('broken module')\n")
+    monkeypatch.setattr(_prefetch, "cores", lambda: 2)
+    assert _prefetch.module(name)
+    _join(name)
+    assert name not in sys.modules
+    with pytest.raises(RuntimeError, match="broken module"):
+        importlib.import_module(name)
+
+
+def test_cores_counts_this_process_cpus():
+    n = _prefetch.cores()
+    assert isinstance(n, int) and 1 <= n <= (__import__("os").cpu_count() or n)
+
+
+def test_the_sampler_prefetches_arviz_before_its_chains(monkeypatch):
+    from inertia import diagnostics
+    from inertia.mcmc import sample
+    from inertia.mcmc import chains as chain_blocks
+    from inertia.targets import gaussian
+
+    calls, order = [], []
+    monkeypatch.setattr(diagnostics, "prefetch", lambda: calls.append("prefetch"))
+    run_block = chain_blocks.run_block
+
+    def spy(*args, **kwargs):
+        order.append(len(calls))
+        return run_block(*args, **kwargs)
+
+    monkeypatch.setattr(chain_blocks, "run_block", spy)
+    res = sample(gaussian(np.zeros(2), np.eye(2)), "hfhr-exact", num_chains=2, num_steps=200,
+                 seed=0, progress=False)
+    assert np.all(np.isfinite(res.draws))
+    assert calls and order and order[0] >= 1  # started before the first block of chains
+
+
+def test_the_arviz_refactor_notice_is_ignored_and_nothing_else():
+    import warnings
+
+    from inertia.diagnostics import quiet_arviz_notice
+
+    notice = ("\nArviZ is undergoing a major refactor to improve flexibility and extensibility "
+              "while maintaining a user-friendly interface.")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        quiet_arviz_notice()
+        warnings.warn_explicit(notice, FutureWarning, "arviz/__init__.py", 50, module="arviz")
+        warnings.warn_explicit("another notice", FutureWarning, "arviz/__init__.py", 51,
+                               module="arviz")
+        warnings.warn_explicit(notice, FutureWarning, "mine.py", 1, module="mine")
+    assert [str(w.message) for w in seen] == ["another notice", notice]
+
+
+def test_inertia_prefetch_off_starts_nothing(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, "inertia_prefetch_probe_d")
+    monkeypatch.setattr(_prefetch, "cores", lambda: 4)
+    monkeypatch.setenv("INERTIA_PREFETCH", "off")
+    assert not _prefetch.module("inertia_prefetch_probe_d")
+    assert "inertia_prefetch_probe_d" not in sys.modules
