@@ -1,6 +1,7 @@
 """Background imports (inertia._prefetch): started only with a second core, once per module, and a
 failed one leaves the error to the caller's own import; the sampler starts ArviZ's in its warm-up."""
 import importlib
+import os
 import sys
 import threading
 
@@ -11,6 +12,7 @@ from inertia import _prefetch
 
 
 def _write(tmp_path, monkeypatch, name, body="VALUE = 42\n"):
+    monkeypatch.delenv("INERTIA_PREFETCH", raising=False)
     (tmp_path / f"{name}.py").write_text(body)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, name, raising=False)
@@ -58,7 +60,7 @@ def test_a_failed_background_import_raises_in_the_callers_import(tmp_path, monke
 
 def test_cores_counts_this_process_cpus():
     n = _prefetch.cores()
-    assert isinstance(n, int) and 1 <= n <= (__import__("os").cpu_count() or n)
+    assert isinstance(n, int) and 1 <= n <= (os.cpu_count() or n)
 
 
 def test_the_sampler_prefetches_arviz_before_its_chains(monkeypatch):
