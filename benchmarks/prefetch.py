@@ -21,6 +21,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import user_run  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from inertia._prefetch import cores  # noqa: E402  (the working copy's, as the timed runs use)
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -33,10 +36,7 @@ def main(argv=None):
     for m in models:
         if m not in user_run.MODELS:
             ap.error(f"unknown model {m!r}; models: {', '.join(user_run.MODELS)}")
-    base = {k: v for k, v in os.environ.items() if k not in ("INERTIA_JAX_CACHE", "XLA_FLAGS")}
-    base["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-        + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
+    base = user_run.base_env()
     runs = {m: {"off": [], "on": []} for m in models}
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="inertia-prefetch-") as root:
@@ -55,7 +55,7 @@ def main(argv=None):
                     runs[m][mode].append(rec["wall_s"])
                     print(f"  [{r}] {m:14s} prefetch {mode:3s} {rec['wall_s']:6.2f} s  rc {rec['rc']}",
                           file=sys.stderr, flush=True)
-    out = {"cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+    out = {"cores": cores(),
            "pairs": args.pairs, "loadavg": [load0, os.getloadavg()[0]], "models": {}}
     print("| model | prefetch off | prefetch on | paired difference (median, range) |")
     print("|---|---|---|---|")

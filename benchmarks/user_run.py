@@ -392,6 +392,18 @@ def _run_one(argv, env, log):
     return rec
 
 
+def base_env() -> dict:
+    """The environment of every timed process: this one's, without the variables that change
+    threads, XLA flags or caches, with the working copy this script sits in first on PYTHONPATH."""
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("OPENBLAS_NUM_THREADS", "XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR",
+                         "INERTIA_JAX_CACHE", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
+    base["PYTHONPATH"] = os.pathsep.join(
+        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
+        + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
+    return base
+
+
 def _ratio(a, b):
     return a / b if a and b else None
 
@@ -435,13 +447,7 @@ def main(argv=None):
             pin = ["taskset", "-c", args.cpu]
         else:
             print("taskset not found: processes are not pinned", file=sys.stderr)
-    base = {k: v for k, v in os.environ.items()
-            if k not in ("OPENBLAS_NUM_THREADS", "XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR",
-                         "INERTIA_JAX_CACHE", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")}
-    # the user's working copy of inertia: the one this script sits in
-    base["PYTHONPATH"] = os.pathsep.join(
-        [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]
-        + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
+    base = base_env()
     runs = {m: {c: [] for c in commands} for m in models}
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="inertia-user-run-") as root:
