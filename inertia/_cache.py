@@ -1,10 +1,12 @@
-"""JAX's persistent compilation cache in inertia's folder, for the CLI and the Python API.
+"""JAX's persistent compilation cache in inertia's folder: on in the `inertia` command, opt-in from
+Python (`inertia.config.enable_compilation_cache()`); importing inertia leaves JAX's cache alone.
 
 A small model's fit or sample is ~15 XLA compilations of 0.01-2 s each; a re-run in a new
 process redoes them all unless they are cached. Every program is cached, the small ones too (a
 re-run of a 4-parameter model's `inertia fit`: 3.8 s with programs under 0.05 s recompiled, 3.2 s
 with all of them cached). Folder: $INERTIA_JAX_CACHE, else <user cache dir>/inertia/jax;
-INERTIA_JAX_CACHE=off disables it. A cache the user configured for JAX is left as it is.
+INERTIA_JAX_CACHE=off keeps the command's cache off. A cache the user configured for JAX is left
+as it is by the command.
 """
 from __future__ import annotations
 
@@ -46,9 +48,28 @@ def prune(path, max_bytes: int = MAX_BYTES) -> int:
     return freed
 
 
-def enable() -> None:
-    """Use inertia's cache folder unless JAX already has one or it is switched off (before JAX's
-    first compilation: JAX decides once per process whether a cache is used)."""
+def enable(path=None, keep_existing: bool = False):
+    """Point JAX's persistent compilation cache at `path` (default: `cache_path()`), caching every
+    program, and prune the folder to MAX_BYTES; returns the folder, or None when switched off (or,
+    with keep_existing, when JAX already has a cache folder, which is kept). Takes effect for the
+    compilations after the call (JAX decides at its first compilation whether a cache is used)."""
+    import jax
+
+    path = cache_path() if path is None else os.fspath(path)
+    if path is None:
+        return None
+    if keep_existing and jax.config.jax_compilation_cache_dir:
+        return None
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    prune(path)
+    return path
+
+
+def enable_for_command() -> None:
+    """The `inertia` command's own process: inertia's cache folder unless JAX already has one or
+    it is switched off, set through JAX's environment variables when JAX is not imported yet (so
+    that `--help` and argument errors stay free of JAX)."""
     path = cache_path()
     if path is None:
         return
@@ -58,9 +79,6 @@ def enable() -> None:
             return
         os.environ["JAX_COMPILATION_CACHE_DIR"] = path
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", str(MIN_COMPILE_SECONDS))
+        prune(path)
     else:
-        if jax.config.jax_compilation_cache_dir:
-            return
-        jax.config.update("jax_compilation_cache_dir", path)
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
-    prune(path)
+        enable(path, keep_existing=True)

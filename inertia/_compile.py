@@ -200,14 +200,16 @@ def per_target(driver: str, hot_length=None):
 
 
 def of_result(fn):
-    """Decorator: fn(result, ...) (draws, constraints, tables) compiled at the result's tier."""
+    """Decorator: fn(result, ...) (draws, constraints, tables) compiled at the result's tier, in
+    float64 (JAX's thread-local x64, as the entry points)."""
     @functools.wraps(fn)
     def run(res, *args, **kwargs):
         name = getattr(res, "compile_tier", None)
-        if name not in TIERS or _TIER.get() is not None:  # post-processing has no hot program
-            return fn(res, *args, **kwargs)
-        with tier(name):
-            return fn(res, *args, **kwargs)
+        with jax.enable_x64(True):
+            if name not in TIERS or _TIER.get() is not None:  # post-processing has no hot program
+                return fn(res, *args, **kwargs)
+            with tier(name):
+                return fn(res, *args, **kwargs)
     return run
 
 

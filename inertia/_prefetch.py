@@ -1,4 +1,5 @@
-"""Modules a run needs only at its end, imported in a background thread while it compiles and runs.
+"""Modules a run needs only at its end, imported in a background thread while it compiles and runs:
+in the `inertia` command's own process only (`allow()`), never in a Python user's process.
 
 XLA compiles and executes with the GIL released, so on a machine with a second free core an import
 started at the beginning of a sampler's chains (ArviZ for the diagnostics: about 1.3 s of xarray,
@@ -15,6 +16,12 @@ import threading
 
 _STARTED: set = set()
 _LOCK = threading.Lock()
+_ALLOWED = [False]  # set by the `inertia` command for its own process
+
+
+def allow(on: bool = True) -> None:
+    """Let `module` start background imports in this process (the `inertia` command's)."""
+    _ALLOWED[0] = bool(on)
 
 
 def cores() -> int:
@@ -26,9 +33,10 @@ def cores() -> int:
 
 
 def enabled() -> bool:
-    """Two or more cores, and $INERTIA_PREFETCH is not off / 0 / false / no."""
+    """Allowed (the `inertia` command), two or more cores, and $INERTIA_PREFETCH is not off / 0 /
+    false / no."""
     off = os.environ.get("INERTIA_PREFETCH", "").strip().lower() in ("off", "0", "false", "no")
-    return not off and cores() >= 2
+    return _ALLOWED[0] and not off and cores() >= 2
 
 
 def _load(name: str) -> None:

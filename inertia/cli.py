@@ -261,20 +261,52 @@ def _watch_interrupts(args, grace: float = 2.0) -> None:
     threading.Thread(target=watch, name="inertia-sigint", daemon=True).start()
 
 
+def _own_process(args, prefix: str) -> None:
+    """Process-wide settings of the `inertia` command, its own process (never of a call of `main`
+    from Python): float64 and JAX's compilation cache (through JAX's environment variables while
+    JAX is not imported, so that argument errors answer without it), the interrupt watcher, and
+    warnings printed as one line each."""
+    import warnings
+
+    from . import _cache
+
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update("jax_enable_x64", True)
+    else:
+        os.environ["JAX_ENABLE_X64"] = "1"
+    _cache.enable_for_command()
+    from . import _prefetch
+    from .diagnostics import quiet_arviz_notice
+
+    _prefetch.allow()  # ArviZ imported in the background while the chains run, where a core is free
+    quiet_arviz_notice()
+    _watch_interrupts(args)
+    warnings.formatwarning = (lambda message, category, *_a, **_k:
+                              f"{prefix}: warning: {message}\n")
+
+
+def _float64(own_process: bool):
+    """Float64 for a command: already process-wide in the command's own process; JAX's
+    thread-local x64 for a call of `main` from Python, restored on return."""
+    import contextlib
+
+    if own_process:
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     prefix = f"inertia {args.command}"
     try:
         if argv is None:  # a real command line, not a call from Python (tests)
-            _watch_interrupts(args)
-            import warnings
-
-            warnings.formatwarning = (lambda message, category, *_a, **_k:
-                                      f"{prefix}: warning: {message}\n")
+            _own_process(args, prefix)
         from ._gc import fewer_collections, skip_teardown_collections
         from ._threads import single_blas_thread
 
-        with single_blas_thread(), fewer_collections():
+        with single_blas_thread(), fewer_collections(), _float64(own_process=argv is None):
             rc = int(args.func(args) or 0)
         if argv is None:  # the process ends next
             skip_teardown_collections()

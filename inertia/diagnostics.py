@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 import warnings
 from typing import Optional, Sequence
 
@@ -21,8 +22,11 @@ ESS_MIN = 100.0
 ONE_CHAIN = "R-hat needs two or more chains (one chain is judged by ESS alone)"
 
 
+_IMPORT_LOCK = threading.Lock()  # one thread at a time saves and restores the warning filters
+
+
 def _arviz():
-    with warnings.catch_warnings():  # ArviZ 0.2x announces its 1.0 refactor on import
+    with _IMPORT_LOCK, warnings.catch_warnings():  # ArviZ 0.2x announces its refactor on import
         warnings.simplefilter("ignore", FutureWarning)
         try:
             import arviz
@@ -32,17 +36,15 @@ def _arviz():
 
 
 def prefetch() -> None:
-    """Start importing ArviZ in a background thread where a second core is free, so that it is
-    loaded when a run's chains finish (see inertia._prefetch); its once-a-day refactor notice is
-    silenced as `_arviz` does."""
+    """In the `inertia` command's process, start importing ArviZ in a background thread where a
+    second core is free, so that it is loaded when a run's chains finish (see inertia._prefetch)."""
     if "arviz" not in sys.modules:
-        quiet_arviz_notice()
         _prefetch.module("arviz")
 
 
 def quiet_arviz_notice() -> None:
-    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide (a
-    background import cannot scope it: `warnings.catch_warnings` is not thread-safe)."""
+    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide: for the
+    `inertia` command's own process only (a background import cannot scope it)."""
     warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
                             category=FutureWarning, module="arviz")
 

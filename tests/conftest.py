@@ -1,4 +1,4 @@
-"""Test-wide setup: float64 via `import inertia`, no network, and data-set skips that name the cache.
+"""Test-wide setup: float64 and the compilation cache on (inertia.config), no network, data-set skips.
 
 Data sets that ship inside the package (Sonar, Ionosphere, Banknote, German credit) and with
 scikit-learn (WDBC, diabetes) always load. Pima and Boston are read from the cache folder
@@ -12,10 +12,17 @@ import tempfile
 import pytest
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads: BLAS spin slows XLA
-# read by `import inertia`: the tests' XLA persistent cache stays out of the user's home
+# the tests' XLA persistent cache stays out of the user's home (also read by the `inertia` commands
+# the tests start)
 os.environ.setdefault("INERTIA_JAX_CACHE", os.path.join(tempfile.gettempdir(), "inertia-test-jax"))
 
-import inertia  # noqa: E402,F401  (enables float64)
+import inertia.config  # noqa: E402
+
+# the suite opts in to what importing inertia does not do: float64 for the tests' own JAX arrays
+# (inertia's entry points compute in float64 either way; tests/test_config.py checks them with it
+# off) and the persistent compilation cache
+inertia.config.enable_x64()
+inertia.config.enable_compilation_cache()
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 

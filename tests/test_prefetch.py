@@ -1,5 +1,6 @@
-"""Background imports (inertia._prefetch): started only with a second core, once per module, and a
-failed one leaves the error to the caller's own import; the sampler starts ArviZ's in its warm-up."""
+"""Background imports (inertia._prefetch): only in the `inertia` command's process, started only with a
+second core, once per module, and a failed one leaves the error to the caller's own import; the
+sampler starts ArviZ's in its warm-up."""
 import importlib
 import os
 import sys
@@ -11,7 +12,8 @@ import pytest
 from inertia import _prefetch
 
 
-def _write(tmp_path, monkeypatch, name, body="VALUE = 42\n"):
+def _write(tmp_path, monkeypatch, name, body="VALUE = 42\n", allowed=True):
+    monkeypatch.setattr(_prefetch, "_ALLOWED", [allowed])  # as the `inertia` command allows it
     monkeypatch.delenv("INERTIA_PREFETCH", raising=False)
     (tmp_path / f"{name}.py").write_text(body)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -107,3 +109,10 @@ def test_inertia_prefetch_off_starts_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("INERTIA_PREFETCH", "off")
     assert not _prefetch.module("inertia_prefetch_probe_d")
     assert "inertia_prefetch_probe_d" not in sys.modules
+
+
+def test_a_python_users_process_starts_nothing(tmp_path, monkeypatch):
+    _write(tmp_path, monkeypatch, "inertia_prefetch_probe_e", allowed=False)
+    monkeypatch.setattr(_prefetch, "cores", lambda: 4)
+    assert not _prefetch.module("inertia_prefetch_probe_e")
+    assert "inertia_prefetch_probe_e" not in sys.modules

@@ -13,10 +13,12 @@ import numpy as np
 from .. import _warnings
 from .. import _compile
 from .._random import check_seed
+from .._scope import entry_point, float64_methods
 from . import chains
 from .kernels import Method, Params, get_method
 
 
+@float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 @dataclasses.dataclass
 class SampleResult:
     """Draws shaped (chain, draw, dim), per-step info shaped (chain, step), and the run's settings.
@@ -433,6 +435,7 @@ DEFAULT_METHOD = "hfhr-exact"
 MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance after divergences
 
 
+@entry_point("sample")  # float64, one BLAS thread, fewer GC passes, the target's compile tier
 def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, alpha=None,
            num_leapfrog=None, num_chains: int = 4, num_steps: Optional[int] = None, seed: int = 0,
            thinning: int = 1, init=None, on_divergence: str = "raise", progress: bool = False,

@@ -4,15 +4,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import warnings
 from typing import Optional
 
 import jax
 import numpy as np
 
 from . import kernels
+from .. import _warnings
 from .. import diagnostics as shared_diagnostics
-from .._threads import blas_limited
+from .._scope import entry_point, float64_methods
 from .models import Model, from_loss, make_model
 from .offline import Curvature, offline
 from .predict import IAT, covariance_standard_errors, iat, stationary
@@ -23,6 +23,7 @@ class CalibrationWarning(UserWarning):
     """The empirical covariance of the draws disagrees with the prediction beyond Monte Carlo error."""
 
 
+@float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 @dataclasses.dataclass(frozen=True, eq=False)
 class CalibrationResult:
     """Output of `calibrate`: draws (chain, draw, dim), Lambda, targets, predictions and checks.
@@ -280,7 +281,7 @@ def _subsample_proves_estimate(model: Model, X: np.ndarray, y: np.ndarray) -> bo
     return True
 
 
-@blas_limited
+@entry_point()  # float64, one BLAS thread, fewer GC passes (inertia._scope)
 def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
               num_steps: Optional[int] = None, seed: int = 0, temperature=math.inf,
               momentum: float = 0.0, subsample: Optional[int] = None, replacement: bool = True,
@@ -450,10 +451,10 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
         warning = (f"empirical covariance differs from the prediction by {max_z:.1f} Monte Carlo "
                    f"standard errors (bound {thr:.1f}); the quadratic proxy may be inaccurate "
                    f"for this model/step size, or the chains have not mixed")
-        warnings.warn(warning, CalibrationWarning, stacklevel=2)
+        _warnings.warn(warning, CalibrationWarning)  # at the user's line
     diag = (shared_diagnostics.diagnose(draws, names) if draws.shape[1] >= 4 else None)
     if diag is not None and not diag.converged:
-        warnings.warn("SG(L)D chains: " + diag.verdict(), RuntimeWarning, stacklevel=2)
+        _warnings.warn("SG(L)D chains: " + diag.verdict(), RuntimeWarning)
     seconds = {"offline": t1 - t0, "lambda": tun.seconds, "predict": t2 - t1,
                "sampling": t3 - t2}
     return CalibrationResult(draws=draws, Lambda=tun.Lambda, theta_hat=curv.theta_hat,

@@ -150,10 +150,11 @@ class Target:
             raise TargetError(f"dtype must be float32 or float64, got {dtype.name}")
         cache = _CAST_CACHE.setdefault(self.potential, {})
         if dtype.name not in cache:
-            src = self.recast(dtype) if self.recast is not None else self
-            if dtype == jnp.float32 and _float64_values(src):
-                src = _without_x64(src)
-            _check_dtype(src, dtype)
+            with jax.enable_x64(True):  # as inside the entry points, whatever the caller's flag
+                src = self.recast(dtype) if self.recast is not None else self
+                if dtype == jnp.float32 and _float64_values(src):
+                    src = _without_x64(src)
+                _check_dtype(src, dtype)
             cache[dtype.name] = {k: getattr(src, k) for k in _FUNCTIONS}
         return dataclasses.replace(self, dtype=dtype.name, **cache[dtype.name])
 
@@ -256,7 +257,20 @@ def ravel(example):
 
 def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logdensity",
                     **kw) -> Target:
-    """Target from a JAX log density on a flat vector or a pytree (ravelled); autodiff derivatives."""
+    """Target from a JAX log density on a flat vector or a pytree (ravelled); autodiff derivatives.
+    Built in float64 (JAX's thread-local x64); an example made with float64 off (JAX arrays
+    truncated to float32) is taken as float64."""
+    from .._scope import float64_leaves
+
+    x64_off = not jax.config.jax_enable_x64
+    with jax.enable_x64(True):
+        if x64_off:
+            example = float64_leaves(example)
+        return _from_logdensity(logdensity_fn, example, alpha=alpha, beta=beta, name=name, **kw)
+
+
+def _from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logdensity",
+                     **kw) -> Target:
     flat, unravel = ravel(example)
     if flat.ndim != 1 or flat.size == 0:
         raise TargetError("example must be a non-empty array or pytree of arrays")

@@ -6,8 +6,10 @@ import numpy as np
 
 from ..linalg import tril_product
 from .base import GaussianExpectations, Target, TargetError
+from .._scope import in_float64
 
 
+@in_float64
 def gaussian(mean, precision, *, name="gaussian", dtype="float64") -> Target:
     """Gaussian target N(mean, precision^{-1}); exact E_q V, E_q grad V, E_q hess V and optimum
     (checks and bounds in float64; the functions compute in `dtype`)."""
@@ -54,6 +56,7 @@ def gaussian(mean, precision, *, name="gaussian", dtype="float64") -> Target:
                   dtype=jnp.dtype(dtype).name)
 
 
+@in_float64
 def kappa_family(dim: int = 8, kappa: float = 300.0, *, seed: int = 0) -> Target:
     """The paper's pi_kappa = N(1_d, P^{-1}), P = Q diag(lambda) Q^T, lambda_i = kappa^{(i-1)/(d-1)}/2."""
     if dim < 2:

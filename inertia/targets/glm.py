@@ -11,6 +11,7 @@ from scipy.special import roots_hermite
 
 from ..linalg import tril_product
 from .base import GaussianExpectations, ObservationModel, Target, TargetError
+from .._scope import in_float64
 
 DEFAULT_ORDER = 192  # quadrature order of `expectations`; gap evaluation checks it against 384 (spec §9.3)
 
@@ -75,6 +76,7 @@ LINKS = {
 DEFAULT_RULE = {"logistic": "trapezoid", "probit": "hermite"}
 
 
+@in_float64
 def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=None,
                name=None, quadrature=None, dtype="float64") -> Target:
     """V(theta) = theta^T Q0 theta / 2 + sum_i f(ytilde_i x_i^T theta); X=None means identity design.
@@ -255,6 +257,7 @@ def _with_intercept(X, intercept):
     return np.hstack([np.ones((X.shape[0], 1)), X]) if intercept else X
 
 
+@in_float64
 def logistic_regression(X, y, *, prior_scale=1.0, intercept=True, name=None,
                         feature_names=None) -> Target:
     """Bayesian logistic regression, prior N(0, prior_scale^2 I); beta = 1/s0^2 + lambda_max(X^T X)/4."""
@@ -264,6 +267,7 @@ def logistic_regression(X, y, *, prior_scale=1.0, intercept=True, name=None,
     return _named(t, feature_names, intercept)
 
 
+@in_float64
 def probit_regression(X, y, *, prior_scale=1.0, intercept=True, name=None,
                         feature_names=None) -> Target:
     """Bayesian probit regression, prior N(0, prior_scale^2 I); beta = 1/s0^2 + lambda_max(X^T X)."""

@@ -14,6 +14,7 @@ from scipy.special import log_ndtr
 
 from .base import Target, TargetError
 from .glm import glm_target, hermite_nodes
+from .._scope import in_float64
 
 DEFAULT_K = 10
 DEFAULT_TAU = 49.0
@@ -47,6 +48,7 @@ def normalized_laplacian(W) -> np.ndarray:
     return 0.5 * (L + L.T)
 
 
+@in_float64
 def graph_probit(X, y, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU, mutual: bool = False,
                  name: str | None = None) -> Target:
     """V(z) = z^T Q_tau z / 2 - sum_i log Phi(ytilde_i z_i), Q_tau = I + tau L_G, d = n;
@@ -69,6 +71,7 @@ def graph_probit(X, y, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU, mutual: 
     return target.replace(info=info)
 
 
+@in_float64
 def graph_probit_dataset(name: str, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU,
                          mutual: bool = False, cache_dir=None) -> Target:
     """`graph_probit` on a standardised `inertia.data` classification set (e.g. "sonar")."""
@@ -148,6 +151,7 @@ def _solve(Q, yt, order, max_iter, step_tol=1e-12):
     return m, S, it
 
 
+@in_float64
 def graph_probit_reference(target: Target, order: int = 192, *, check_order: int | None = None,
                            max_iter: int = 50, grad_tol: float = 1e-5, cov_tol: float = 1e-8,
                            objective_agreement: float = 1e-8, strict: bool = True):

@@ -24,6 +24,7 @@ import scipy.optimize
 import scipy.special
 
 from .base import Target, TargetError
+from .._scope import in_float64
 
 R_RULES = ("asymptotic", "unit-energy")
 
@@ -98,6 +99,7 @@ def in_hidden_region(x, v, R, a):
     return project_ball(x, a) @ v > R
 
 
+@in_float64
 def hard_family(kappa: float, *, R="asymptotic", dim=None, v=None, seed: int = 0,
                 variant: str = "v", dtype="float64") -> Target:
     """V_v (variant="v") or the reference V_B (variant="ball") of Theorem 3.1, unmollified (its
@@ -158,6 +160,7 @@ def hard_family(kappa: float, *, R="asymptotic", dim=None, v=None, seed: int = 0
                                                 dtype=dt))
 
 
+@in_float64
 def hard_pair(kappa: float, **kw) -> tuple[Target, Target]:
     """(V_v, V_B) sharing R, d, a and v."""
     kw.pop("variant", None)

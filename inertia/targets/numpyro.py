@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _compile
-from .._gc import fewer_collections
+from .._scope import entry_point
 from .base import Target, TargetError, cast_floats, from_logdensity, jitted, ravel
 
 
@@ -101,7 +101,7 @@ def _valid_start(target, seed):
                       "unconstrained space")
 
 
-@fewer_collections()  # tracing the model: fewer garbage collections (inertia._gc)
+@entry_point()  # float64, fewer garbage collections while tracing (inertia._scope)
 def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
                  model_kwargs=None, **kwargs) -> Target:
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.

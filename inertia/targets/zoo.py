@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .base import Target, TargetError
+from .._scope import in_float64
 
 MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 
@@ -14,6 +15,7 @@ def is_csv_path(data: str) -> bool:
             or Path(data).is_file())
 
 
+@in_float64
 def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: float = 300.0,
                 prior_scale: float = 1.0, response: str | None = None,
                 drop_missing: bool = False) -> Target:

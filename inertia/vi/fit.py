@@ -11,10 +11,8 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import _warnings
-from .._compile import per_target
-from .._gc import fewer_collections
 from .._random import check_seed
-from .._threads import blas_limited
+from .._scope import entry_point
 from ..targets.base import Target
 from . import verdict as verdicts
 from .auto import DEFAULT_METHOD, choose_method, default_batch, prepare, warn_small_batch
@@ -149,9 +147,8 @@ def _block_length(target, kwargs, length):
     return length * default_batch(DEFAULT_METHOD, getattr(target, "dim", 1)) / 8.0
 
 
-# one BLAS thread (inertia._threads), the target's compile tier (inertia._compile), fewer
-# garbage collections while tracing (inertia._gc)
-fit = blas_limited(fewer_collections()(per_target("fit", _block_length)(fit)))
+# float64, one BLAS thread, fewer garbage collections, the target's compile tier (inertia._scope)
+fit = entry_point("fit", _block_length)(fit)
 
 __all__ = ["fit", "FitResult", "FitOptions", "hitting_step", "make_kernel", "resolve_step",
            "to_coords", "initial"]

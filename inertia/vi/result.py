@@ -10,9 +10,11 @@ import numpy as np
 
 from .. import _warnings
 from .._random import host_normal
+from .._scope import float64_methods
 from .verdict import headline
 
 
+@float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 @dataclasses.dataclass
 class FitResult:
     """Outcome of `fit`. With several seeds, arrays carry a leading seed axis.

@@ -214,7 +214,8 @@ def test_run_to_target_ess_meets_it(linear_problem):
 
 SHARDED = textwrap.dedent("""
     import json, numpy as np, jax
-    import inertia
+    import inertia.config
+    inertia.config.enable_x64()  # building blocks called directly, outside the entry points
     from jax.sharding import Mesh
     from inertia.data.sources import ArraySource
     from inertia.sgmcmc import stream
