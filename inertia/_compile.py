@@ -145,6 +145,17 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0,
         w = work(target)
     except Exception:  # a bad target or potential fails later, with the driver's own error
         return "optimized", "optimized"
+    return tiers(w, driver, length, hot_length)
+
+
+def tiers(work_per_update: float, driver: str = "fit", length: float = 1.0,
+          hot_length: float | None = None) -> tuple:
+    """The tier policy on a cost number alone: (tier of a run's programs, tier of its hot
+    programs) for `work_per_update` flops per update (see `work`) over `length` default runs
+    (`hot_length` for the hot programs); see tiers_of."""
+    if length > FAST_MAX_LENGTH:
+        return "optimized", "optimized"
+    w = float(work_per_update)
     total, hot_total = w * length, w * (length if hot_length is None else hot_length)
     hot = ("fast" if hot_total <= HOT_FAST_WORK[driver] else "lean" if total <= LEAN_WORK[driver]
            else "optimized")

@@ -178,3 +178,14 @@ def test_fit_sizes_its_block_tier_by_the_default_batch(monkeypatch):
     assert _block_length(gaussian(np.zeros(4), np.eye(4)), {}, 1.0) == 1.0  # batch 8
     assert _block_length(gaussian(np.zeros(44), np.eye(44)), {}, 2.0) == 2.0 * 22 / 8
     assert _block_length(gaussian(np.zeros(44), np.eye(44)), {"batch_size": 8}, 1.0) == 1.0
+
+
+def test_the_tier_policy_is_a_function_of_a_cost_number(monkeypatch):
+    monkeypatch.delenv("INERTIA_COMPILE", raising=False)
+    c = _compile
+    assert c.tiers(c.HOT_FAST_WORK["fit"], "fit") == ("fast", "fast")
+    assert c.tiers(1.01 * c.HOT_FAST_WORK["fit"], "fit") == ("fast", "lean")
+    assert c.tiers(1.01 * c.FAST_WORK["fit"], "fit") == ("optimized", "lean")
+    assert c.tiers(1.01 * c.LEAN_WORK["fit"], "fit") == ("optimized", "optimized")
+    assert c.tiers(c.HOT_FAST_WORK["sample"], "sample", 1.0, 2.0) == ("fast", "lean")
+    assert c.tiers(1.0, "sample", 1.01 * c.FAST_MAX_LENGTH) == ("optimized", "optimized")
