@@ -1,6 +1,6 @@
 """Draws (chain, draw, ...) to ArviZ: one call, works with ArviZ 0.x (InferenceData) and 1.x (DataTree).
 
-ArviZ is an optional dependency (`pip install 'inertia[arviz]'`). `to_arviz_draws` takes raw
+ArviZ is a dependency of inertia. `to_arviz_draws` takes raw
 draws or a dict of sites; the results' own `to_arviz()` (`inertia.results.build`) add the
 constrained sites, sample_stats, log_likelihood and the run's attributes.
 """
@@ -15,7 +15,7 @@ def _arviz():
     try:
         import arviz
     except ImportError as err:
-        raise ImportError("ArviZ output needs arviz: pip install 'inertia[arviz]'") from err
+        raise ImportError("ArviZ output needs arviz, a dependency of inertia: pip install arviz") from err
     return arviz
 
 

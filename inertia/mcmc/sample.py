@@ -98,7 +98,7 @@ class SampleResult:
         try:
             from numpyro.diagnostics import effective_sample_size
         except ImportError as err:  # pragma: no cover - optional dependency
-            raise ImportError("ess() needs numpyro: pip install 'inertia[numpyro]'") from err
+            raise ImportError("ess() needs numpyro, a dependency of inertia: pip install numpyro") from err
         return np.asarray(effective_sample_size(self._kept(burn_in)))
 
     def report(self, max_rows: Optional[int] = 40) -> str:

@@ -20,7 +20,7 @@ def arviz():
         try:
             import arviz as az
         except ImportError as err:
-            raise ImportError("ArviZ output needs arviz: pip install 'inertia[arviz]'") from err
+            raise ImportError("ArviZ output needs arviz, a dependency of inertia: pip install arviz") from err
     return az
 
 

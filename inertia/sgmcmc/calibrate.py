@@ -133,7 +133,7 @@ def rel_fro(A, B) -> float:
 
 def empirical_ess(draws: np.ndarray) -> np.ndarray:
     """Effective sample size per coordinate of (chain, draw, dim) draws (numpyro's estimator;
-    NaN when the optional numpyro is not installed)."""
+    NaN when numpyro is not installed)."""
     try:
         from numpyro.diagnostics import effective_sample_size
     except ImportError:

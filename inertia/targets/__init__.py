@@ -29,7 +29,7 @@ def __dir__():
 
 
 def from_numpyro(model, *args, **kwargs):
-    """Target in the unconstrained space of a NumPyro model (needs the optional numpyro extra)."""
+    """Target in the unconstrained space of a NumPyro model."""
     from .numpyro import from_numpyro as _from_numpyro
 
     return _from_numpyro(model, *args, **kwargs)

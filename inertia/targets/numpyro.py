@@ -1,6 +1,6 @@
 """NumPyro models as targets: the potential in NumPyro's unconstrained space, outputs constrained back.
 
-NumPyro is optional (`pip install 'inertia[numpyro]'`). The target works on the flat vector of the
+NumPyro is a dependency of inertia. The target works on the flat vector of the
 model's unconstrained latent sites (sites ravelled in sorted-name order, as `jax.flatten_util`
 does); `target.info["constrain"](x)` maps such vectors (any leading batch axes) back to a dict of
 constrained sample sites (plus deterministic sites), ready for `inertia.arviz_io.to_arviz_draws`.
@@ -21,7 +21,7 @@ def _numpyro():
         import numpyro  # noqa: F401
         from numpyro.infer.util import initialize_model
     except ImportError as err:
-        raise ImportError("from_numpyro needs NumPyro: pip install 'inertia[numpyro]'") from err
+        raise ImportError("from_numpyro needs NumPyro, a dependency of inertia: pip install numpyro") from err
     return initialize_model
 
 
