@@ -11,6 +11,7 @@ INERTIA_* variable). A requirement the install line misses (ArviZ for `sample`, 
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def clone(tmp_path_factory):
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True,
                    timeout=300)
-    install = _readme_install_line((dest / "README.md").read_text()).split()
+    install = shlex.split(_readme_install_line((dest / "README.md").read_text()))
     assert install[:5] == ["python3", "-m", "pip", "install", "-e"]
     out = subprocess.run([str(venv / "bin" / "python"), *install[1:]], cwd=dest,
                          capture_output=True, text=True, timeout=600)
