@@ -53,12 +53,28 @@ positive_float = number_type(float, lambda v: 0 < v < float("inf"), "a number > 
                              "must be a finite number > 0, got {text}", "positive_float")
 
 
-def check_output_file(path, option: str) -> None:
-    """Before a run: `path` can be written (parents created, not a folder); else ValueError."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{option} {path} is a folder; give a file name")
+def check_output_file(path, option: str, regular: bool = False) -> None:
+    """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
+    device or FIFO; a symbolic link counts as its target); else ValueError."""
+    from ._io import output_path
+
+    path = output_path(path, option, regular=regular)
     _check_folder(path.parent, option, f"the folder of {path}")
+
+
+def check_outputs(pairs) -> None:
+    """Before a run: each (option, path) with a path can be written (`check_output_file`; --save
+    must be a regular file) and no two options name one file; else ValueError."""
+    from ._io import same_file
+
+    given = [(o, p) for o, p in pairs if p is not None and str(p) != "-"]
+    for option, path in given:
+        check_output_file(path, option, regular=option == "--save")
+    for i, (o1, p1) in enumerate(given):
+        for o2, p2 in given[i + 1:]:
+            if same_file(p1, p2):
+                raise ValueError(f"{o1} {p1} and {o2} {p2} are the same file; the second would "
+                                 "overwrite the first: give them different names")
 
 
 def check_output_dir(path, option: str) -> None:

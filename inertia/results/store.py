@@ -2,8 +2,6 @@
 attributes) and load it back as a `LoadedResult` with the same summary, table and to_arviz()."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,22 +11,17 @@ from . import idata as _id
 
 def save(res, path, **kw) -> Path:
     """Write `res.to_arviz(**kw)` (or an InferenceData) to `path` as netCDF; returns the path.
-    Written to a temporary file in the same folder and moved into place (no half-written file)."""
+    Written to a temporary file in the same folder and renamed into place (no half-written file;
+    the umask's mode). A symbolic link is followed: its target is replaced and the link stays.
+    An existing device, FIFO or folder at `path` raises ValueError before anything is computed."""
+    from .._io import output_path, replace_with
     from .build import to_arviz
 
+    output_path(path, "save:", regular=True)
     obj = res if _is_arviz(res) else (res.to_arviz() if isinstance(res, LoadedResult)
                                       else to_arviz(res, **kw))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".nc", dir=path.parent)
-    os.close(fd)
-    try:
-        obj.to_netcdf(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    replace_with(path, obj.to_netcdf, suffix=".nc")
+    return Path(path)
 
 
 def load(path) -> "LoadedResult":
