@@ -227,7 +227,13 @@ def _one_line(err: BaseException) -> str:
     return text
 
 
-_INTERRUPT = {"reported": False}
+def _model_error(err: BaseException):
+    """The message for an error raised inside a `--model FILE.py:NAME` file, or None."""
+    mod = sys.modules.get("inertia.targets.modelfile")
+    return mod.model_error(err) if mod is not None else None
+
+
+_INTERRUPT = {"reported": False, "raised": False}
 
 
 def _interrupt_line(args) -> str:
@@ -253,6 +259,12 @@ def _watch_interrupts(args, grace: float = 2.0) -> None:
 
     if threading.current_thread() is not threading.main_thread():
         return
+    def first_only(signum, frame):  # a second Ctrl-C while the first unwinds: no traceback
+        if not _INTERRUPT["raised"]:
+            _INTERRUPT["raised"] = True
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first_only)
     r, w = socket.socketpair()
     w.setblocking(False)
     _INTERRUPT["sockets"] = (r, w)  # keep the fds open for the process's life
@@ -306,6 +318,11 @@ def main(argv=None) -> int:
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+    except SystemExit as err:  # sys.exit() in a model file: not inertia's exit statuses
+        if not _model_error(err):
+            raise
+        print(f"{prefix}: error: {_model_error(err)}", file=sys.stderr)
+        return EXIT_ERROR
     except (ValueError, OSError, KeyError, FloatingPointError, ImportError, MemoryError) as err:
         print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)
         if os.environ.get("INERTIA_DEBUG"):
@@ -314,6 +331,9 @@ def main(argv=None) -> int:
     except Exception as err:  # a bug or a backend failure: one line, the trace on request
         if os.environ.get("INERTIA_DEBUG"):
             raise
+        if _model_error(err):  # raised in the user's model file: the model's error, its line
+            print(f"{prefix}: error: {_model_error(err)}", file=sys.stderr)
+            return EXIT_ERROR
         print(f"{prefix}: internal error: {type(err).__name__}: {_one_line(err)} (set "
               "INERTIA_DEBUG=1 to see the traceback, and please report it)", file=sys.stderr)
         return 1
