@@ -233,6 +233,22 @@ def _model_error(err: BaseException):
     return mod.model_error(err) if mod is not None else None
 
 
+def _backend_error(err: BaseException):
+    """The message for JAX failing to start its platform (JAX_PLATFORMS naming a missing one)."""
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)
+    if not any(f.filename.endswith("xla_bridge.py") for f in frames[-3:]):
+        return None
+    asked = os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME")
+    detail = " ".join(str(err).split())
+    what = f"the platform JAX_PLATFORMS={asked} asks for" if asked else "its platform"
+    return (f"JAX could not start {what}{' (' + detail[:200] + ')' if detail else ''}; on a "
+            "machine without that "
+            "accelerator unset JAX_PLATFORMS (or set JAX_PLATFORMS=cpu), otherwise install the "
+            "matching jax plugin (e.g. pip install 'jax[cuda12]')")
+
+
 _INTERRUPT = {"reported": False, "raised": False}
 
 
@@ -331,8 +347,9 @@ def main(argv=None) -> int:
     except Exception as err:  # a bug or a backend failure: one line, the trace on request
         if os.environ.get("INERTIA_DEBUG"):
             raise
-        if _model_error(err):  # raised in the user's model file: the model's error, its line
-            print(f"{prefix}: error: {_model_error(err)}", file=sys.stderr)
+        known = _model_error(err) or _backend_error(err)  # the model's error; JAX's platform
+        if known:
+            print(f"{prefix}: error: {known}", file=sys.stderr)
             return EXIT_ERROR
         print(f"{prefix}: internal error: {type(err).__name__}: {_one_line(err)} (set "
               "INERTIA_DEBUG=1 to see the traceback, and please report it)", file=sys.stderr)

@@ -480,7 +480,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     if precondition not in ("auto", "laplace", "vi", "none"):
         raise ValueError("precondition must be 'auto', 'laplace', 'vi' or 'none'")
     for name, v in (("num_chains", num_chains), ("num_steps", num_steps), ("thinning", thinning)):
-        if int(v) != v or v < 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if num_steps % thinning:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of thinning ({thinning})")
