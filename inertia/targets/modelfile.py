@@ -169,6 +169,49 @@ def _check_numpyro_call(fn, name, columns, path, module):
                       f" {params}); every column is passed, so the model must accept each")
 
 
+def _latent_shapes(fn, columns) -> dict:
+    """{site: shape} of the model's unobserved sample sites, from one abstract trace ({} when the
+    model cannot be traced so; from_numpyro then reports it)."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro import handlers
+
+    def latent(key):
+        tr = handlers.trace(handlers.seed(fn, key)).get_trace(**columns)
+        return {k: v["value"] for k, v in tr.items()
+                if v["type"] == "sample" and not v["is_observed"]}
+
+    try:
+        out = jax.eval_shape(latent, jax.ShapeDtypeStruct((2,), jnp.uint32))
+    except Exception:
+        return {}
+    return {k: tuple(v.shape) for k, v in out.items()}
+
+
+def _check_unobserved(fn, name, columns, path) -> None:
+    """TargetError when the CSV lacks a column the model takes as an argument and the model then
+    samples a latent site of that name (`obs=None`: the response becomes unknowns)."""
+    import inspect
+
+    if not columns:
+        return
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return
+    if all(k in columns for k in params):
+        return
+    sites = _latent_shapes(fn, columns)
+    lost = [k for k in params if k not in columns and k in sites]
+    if lost:
+        k = lost[0]
+        size = int(np.prod(sites[k])) if sites[k] else 1
+        raise TargetError(f"{path}: {name}'s argument {k!r} is not a column of the CSV (columns: "
+                          f"{list(columns)}), so its site {k!r} is not observed and becomes "
+                          f"{size} unknown value(s) to infer; add the column {k!r} to the CSV, or "
+                          "rename the argument after the column that holds it")
+
+
 def target_from_file(spec: str, data=None) -> Target:
     """Target for "FILE.py:NAME" with optional CSV columns `data` ({name: array}); the target's
     name says which convention was found ("[log density]" or "[NumPyro model]")."""
@@ -202,6 +245,7 @@ def target_from_file(spec: str, data=None) -> Target:
     from . import from_numpyro
 
     try:
+        _check_unobserved(fn, name, columns, path)
         return from_numpyro(fn, name=f"{path.name}:{name} [NumPyro model]", model_kwargs=columns)
     except TargetError as err:
         if "no latent sample sites" in str(err):
