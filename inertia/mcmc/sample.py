@@ -110,9 +110,13 @@ class SampleResult:
         if self.chains:
             c = self.chains
             lines.append(f"exact (Metropolis-adjusted) chains, step size {c['step_size']:.4g}: "
-                         + "; ".join(f"chain {i}: acceptance {a:.3f}, {n} divergences"
-                                     for i, (a, n) in enumerate(zip(c["acceptance_rate"],
-                                                                    c["divergences"]))))
+                         + ("; ".join(f"chain {i}: acceptance {a:.3f}, {n} divergences"
+                                      for i, (a, n) in enumerate(zip(c["acceptance_rate"],
+                                                                     c["divergences"])))
+                            if len(c["divergences"]) <= 8 else  # many chains: the range
+                            f"{len(c['divergences'])} chains, acceptance "
+                            f"{min(c['acceptance_rate']):.3f} to {max(c['acceptance_rate']):.3f}"
+                            f", {sum(c['divergences'])} divergences in all"))
         if self.diagnostics is not None:
             lines.append(self.diagnostics.table(max_rows))
         if self.bias:
