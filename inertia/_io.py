@@ -6,6 +6,58 @@ import tempfile
 from pathlib import Path
 
 
+def output_path(path, option: str = "the output", regular: bool = False) -> Path:
+    """Where writing `path` lands: a symbolic link is followed to its target (as the shell's `>`
+    does; the link stays a link); with `regular`, an existing file that is not a regular file (a
+    device, a FIFO, a socket) raises ValueError, and so does a folder."""
+    path = Path(path)
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if real.is_dir():
+        raise ValueError(f"{option} {path} is a folder; give a file name")
+    if regular and real.exists() and not real.is_file():
+        kind = _kind(real)
+        raise ValueError(f"{option} {path} is {kind}, not a regular file; inertia replaces the "
+                         "file it writes, so give the name of a regular file (or of a new one)")
+    return real
+
+
+def _kind(path: Path) -> str:
+    """"a character device", "a FIFO", ... for a non-regular file."""
+    import stat
+
+    mode = path.stat().st_mode
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def same_file(a, b) -> bool:
+    """True when paths `a` and `b` name one file (through symbolic links and relative paths)."""
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def replace_with(path, write, suffix: str = ".tmp") -> Path:
+    """Call `write(tmp)` on a temporary file in the folder of `path` (after symbolic links) and
+    rename it onto that file: readers never see half a file, a link stays a link, and the file
+    gets the mode a new file gets under the umask (not the temporary file's 0600)."""
+    path = output_path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    os.close(fd)
+    try:
+        write(tmp)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def write_bytes_atomic(path, data: bytes) -> Path:
     """`_write` with the path named in any OSError ("No space left on device: PATH")."""
     try:
@@ -18,8 +70,10 @@ def write_bytes_atomic(path, data: bytes) -> Path:
 
 def _write(path: Path, data: bytes) -> Path:
     """Write `data` to `path`: a regular file through a temporary file in the same folder and a
-    rename (readers never see half a file); an existing non-regular file (a device such as
+    rename (readers never see half a file; a symbolic link is followed to its target and stays a
+    link); an existing non-regular file (a device such as
     /dev/stdout, a FIFO) is written in place. Errors, including a short or failed write, raise."""
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     if path.exists() and not path.is_file():
         with open(path, "wb") as fh:
             fh.write(data)
@@ -58,4 +112,4 @@ def save_figure(fig, path, **kw) -> Path:
     return write_bytes_atomic(path, buf.getvalue())
 
 
-__all__ = ["write_bytes_atomic", "write_text_atomic", "save_figure"]
+__all__ = ["output_path", "same_file", "replace_with", "write_bytes_atomic", "write_text_atomic", "save_figure"]

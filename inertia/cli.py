@@ -53,12 +53,28 @@ positive_float = number_type(float, lambda v: 0 < v < float("inf"), "a number > 
                              "must be a finite number > 0, got {text}", "positive_float")
 
 
-def check_output_file(path, option: str) -> None:
-    """Before a run: `path` can be written (parents created, not a folder); else ValueError."""
-    path = Path(path)
-    if path.is_dir():
-        raise ValueError(f"{option} {path} is a folder; give a file name")
+def check_output_file(path, option: str, regular: bool = False) -> None:
+    """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
+    device or FIFO; a symbolic link counts as its target); else ValueError."""
+    from ._io import output_path
+
+    path = output_path(path, option, regular=regular)
     _check_folder(path.parent, option, f"the folder of {path}")
+
+
+def check_outputs(pairs) -> None:
+    """Before a run: each (option, path) with a path can be written (`check_output_file`; --save
+    must be a regular file) and no two options name one file; else ValueError."""
+    from ._io import same_file
+
+    given = [(o, p) for o, p in pairs if p is not None and str(p) != "-"]
+    for option, path in given:
+        check_output_file(path, option, regular=option == "--save")
+    for i, (o1, p1) in enumerate(given):
+        for o2, p2 in given[i + 1:]:
+            if same_file(p1, p2):
+                raise ValueError(f"{o1} {p1} and {o2} {p2} are the same file; the second would "
+                                 "overwrite the first: give them different names")
 
 
 def check_output_dir(path, option: str) -> None:
@@ -211,7 +227,29 @@ def _one_line(err: BaseException) -> str:
     return text
 
 
-_INTERRUPT = {"reported": False}
+def _model_error(err: BaseException):
+    """The message for an error raised inside a `--model FILE.py:NAME` file, or None."""
+    mod = sys.modules.get("inertia.targets.modelfile")
+    return mod.model_error(err) if mod is not None else None
+
+
+def _backend_error(err: BaseException):
+    """The message for JAX failing to start its platform (JAX_PLATFORMS naming a missing one)."""
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)
+    if not any(f.filename.endswith("xla_bridge.py") for f in frames[-3:]):
+        return None
+    asked = os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME")
+    detail = " ".join(str(err).split())
+    what = f"the platform JAX_PLATFORMS={asked} asks for" if asked else "its platform"
+    return (f"JAX could not start {what}{' (' + detail[:200] + ')' if detail else ''}; on a "
+            "machine without that "
+            "accelerator unset JAX_PLATFORMS (or set JAX_PLATFORMS=cpu), otherwise install the "
+            "matching jax plugin (e.g. pip install 'jax[cuda12]')")
+
+
+_INTERRUPT = {"reported": False, "raised": False}
 
 
 def _interrupt_line(args) -> str:
@@ -237,6 +275,12 @@ def _watch_interrupts(args, grace: float = 2.0) -> None:
 
     if threading.current_thread() is not threading.main_thread():
         return
+    def first_only(signum, frame):  # a second Ctrl-C while the first unwinds: no traceback
+        if not _INTERRUPT["raised"]:
+            _INTERRUPT["raised"] = True
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first_only)
     r, w = socket.socketpair()
     w.setblocking(False)
     _INTERRUPT["sockets"] = (r, w)  # keep the fds open for the process's life
@@ -322,6 +366,11 @@ def main(argv=None) -> int:
             sys.stderr.flush()
             os._exit(EXIT_INTERRUPTED)
         return EXIT_INTERRUPTED
+    except SystemExit as err:  # sys.exit() in a model file: not inertia's exit statuses
+        if not _model_error(err):
+            raise
+        print(f"{prefix}: error: {_model_error(err)}", file=sys.stderr)
+        return EXIT_ERROR
     except (ValueError, OSError, KeyError, FloatingPointError, ImportError, MemoryError) as err:
         print(f"{prefix}: error: {_one_line(err)}", file=sys.stderr)
         if os.environ.get("INERTIA_DEBUG"):
@@ -330,6 +379,10 @@ def main(argv=None) -> int:
     except Exception as err:  # a bug or a backend failure: one line, the trace on request
         if os.environ.get("INERTIA_DEBUG"):
             raise
+        known = _model_error(err) or _backend_error(err)  # the model's error; JAX's platform
+        if known:
+            print(f"{prefix}: error: {known}", file=sys.stderr)
+            return EXIT_ERROR
         print(f"{prefix}: internal error: {type(err).__name__}: {_one_line(err)} (set "
               "INERTIA_DEBUG=1 to see the traceback, and please report it)", file=sys.stderr)
         return 1

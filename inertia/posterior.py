@@ -16,8 +16,27 @@ def flat_names(dim: int, names: Optional[Sequence[str]] = None) -> list:
     return [f"x[{i}]" for i in range(dim)]
 
 
+def check_unique_names(sites: Mapping[str, tuple], what: str = "model") -> None:
+    """ValueError when two sites' flat display names coincide (a scalar site named "b[0]" beside
+    a vector site `b`): the tables and files would show one row for two quantities."""
+    seen = {}
+    for site in sorted(sites):
+        shape = tuple(sites[site])
+        flat = [site] if shape == () else [f"{site}[{','.join(map(str, i))}]"
+                                            for i in np.ndindex(*shape)]
+        for name in flat:
+            if name in seen and seen[name] != site:
+                other = seen[name]
+                raise ValueError(
+                    f"the {what}'s sites {other!r} and {site!r} both give a coordinate named "
+                    f"{name!r} (a site's elements are named site[i]); rename one of them, e.g. "
+                    f"{(other if '[' in other else site).replace('[', '_').replace(']', '')!r}")
+            seen[name] = site
+
+
 def site_names(sites: Mapping[str, tuple]) -> list:
     """Flat names of pytree sites in `jax.flatten_util.ravel_pytree` order (sorted keys, C order)."""
+    check_unique_names(sites)
     out = []
     for site in sorted(sites):
         shape = tuple(sites[site])
@@ -81,4 +100,4 @@ def format_table(rows: Sequence[Mapping], columns: Optional[Sequence[str]] = Non
     return "\n".join(lines)
 
 
-__all__ = ["flat_names", "site_names", "named_draws", "summarize", "format_table"]
+__all__ = ["flat_names", "check_unique_names", "site_names", "named_draws", "summarize", "format_table"]

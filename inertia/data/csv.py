@@ -57,7 +57,10 @@ def _delimiter(lines: list) -> str:
     alike (then the most columns; `,` before `;` before tab)."""
     best, best_key = ",", None
     for rank, d in enumerate(DELIMITERS):
-        rows = [r for r in csv.reader(lines, delimiter=d, skipinitialspace=True) if r]
+        try:
+            rows = [r for r in csv.reader(lines, delimiter=d, skipinitialspace=True) if r]
+        except csv.Error:  # a field over the csv module's limit: not this separator
+            continue
         if not rows:
             continue
         width = len(rows[0])
@@ -91,15 +94,20 @@ def read_table(path, *, drop_missing: bool = False) -> Table:
     delim = _delimiter([ln for ln in lines if ln.strip()][:_SNIFF_LINES])
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, skipinitialspace=True)
     header, rows, where = None, [], []
-    for row in reader:
-        if not any(c.strip() for c in row):
-            continue
-        if header is None:
-            header = [c.strip() for c in row]
-            first_line = reader.line_num
-            continue
-        rows.append([c.strip() for c in row])
-        where.append(reader.line_num)
+    try:
+        for row in reader:
+            if not any(c.strip() for c in row):
+                continue
+            if header is None:
+                header = [c.strip() for c in row]
+                first_line = reader.line_num
+                continue
+            rows.append([c.strip() for c in row])
+            where.append(reader.line_num)
+    except csv.Error as err:  # e.g. a cell longer than the csv module's limit
+        raise DatasetError(f"{path}: line {reader.line_num + 1} cannot be read as CSV ({err}; "
+                           f"separator {_shown(delim)}); check the separator and the quotes")\
+            from None
     _check_header(path, header, first_line)
     if not rows:
         raise DatasetError(f"{path}: no data rows after the header")
@@ -147,6 +155,26 @@ def read_table(path, *, drop_missing: bool = False) -> Table:
                       UserWarning, stacklevel=2)
         values, lines_arr = values[keep], lines_arr[keep]
     return Table(header, values, lines_arr, dropped)
+
+
+def first_bad_row(path):
+    """"line N has k cells, the header m" for the first row of a comma-separated file whose
+    length differs from the header's (a pass over the file, for another reader's error), or
+    None."""
+    with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
+        reader = csv.reader(fh)
+        width = None
+        try:
+            for row in reader:
+                if not any(c.strip() for c in row):
+                    continue
+                if width is None:
+                    width = len(row)
+                elif len(row) != width:
+                    return f"line {reader.line_num} has {len(row)} cells, the header {width}"
+        except csv.Error as err:
+            return f"line {reader.line_num}: {err}"
+    return None
 
 
 def _shown(delim: str) -> str:
@@ -216,12 +244,18 @@ def read_csv(path, *, response=None, drop_missing: bool = False):
     if not names:
         raise DatasetError(f"{path}: no predictor columns besides {response!r}")
     X, y = np.delete(t.values, j, axis=1), t.values[:, j]
-    for k, name in enumerate(names if X.shape[0] > 1 else []):
-        if np.ptp(X[:, k]) == 0:
-            raise DatasetError(f"{path}: predictor column {name!r} is constant ({X[0, k]:g} in "
-                               "every row): it adds nothing to the intercept; remove it")
-    for k, name in enumerate(t.names):
-        check_scale(t.values[:, k], name, path)
+    if X.shape[0] > 1 and X.shape[1]:  # whole-array tests: fast for any number of columns
+        flat = np.flatnonzero(np.ptp(X, axis=0) == 0)
+        if flat.size:
+            k = int(flat[0])
+            raise DatasetError(f"{path}: predictor column {names[k]!r} is constant ({X[0, k]:g} "
+                               "in every row): it adds nothing to the intercept; remove it")
+    with np.errstate(all="ignore"):
+        c = t.values - t.values.mean(axis=0)
+        ss = np.sum(c * c, axis=0)
+        suspect = ~np.isfinite(ss) | (ss < np.finfo(np.float64).tiny)
+    for k in np.flatnonzero(suspect):  # the per-column test names the column and the scale
+        check_scale(t.values[:, k], t.names[k], path)
     return np.ascontiguousarray(X), np.ascontiguousarray(y), names
 
 
@@ -251,5 +285,5 @@ def load_csv(path, response: str, *, standardize: bool = True,
     return Dataset(Path(path).stem, np.ascontiguousarray(X), y, names, response)
 
 
-__all__ = ["Table", "read_table", "read_columns", "read_csv", "load_csv", "binary_response",
+__all__ = ["Table", "read_table", "first_bad_row", "read_columns", "read_csv", "load_csv", "binary_response",
            "check_scale"]

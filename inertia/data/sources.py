@@ -288,8 +288,16 @@ def csv_source(path, response: str, *, cache_dir=None, dtype=np.float64,
     """A CSV file with a header row read in blocks (pyarrow's streaming reader), spilled to .npy."""
     import pyarrow.csv as pcsv
 
-    reader = pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=block_bytes))
-    return _spill_stream(reader, Path(path), response, cache_dir, dtype)
+    import pyarrow as pa
+
+    try:
+        reader = pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=block_bytes))
+        return _spill_stream(reader, Path(path), response, cache_dir, dtype)
+    except pa.ArrowInvalid as err:  # pyarrow's parse errors name neither the file nor the line
+        from .csv import first_bad_row
+
+        where = first_bad_row(path)
+        raise ValueError(f"{path}: {where or ' '.join(str(err).split())[:300]}") from None
 
 
 def open_source(path, response=None, *, cache_dir=None, dtype=np.float64):

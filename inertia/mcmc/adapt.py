@@ -323,6 +323,14 @@ def readapt(method, vg, state, key, params: Params, report: dict):
     eps = params.alpha * params.step_size
     state, h, stage, g, _ = _stage2(method, vg, state, key, params.step_size, params.gamma, eps,
                                     T, accept)
+    if not (h > 0 and math.isfinite(h)):  # dual averaging drove the step to 0: say why
+        from ..targets.base import TargetError
+
+        raise TargetError(
+            "the chains kept diverging and the step size adapted down to 0: the log density is "
+            "-inf, NaN or discontinuous where the chains go (e.g. written as -inf outside a "
+            "support such as x < 0); sample an unconstrained parameter instead (x = exp(u), or a "
+            "NumPyro site with a constrained distribution such as HalfNormal)")
     stage["after_sampling_divergences"] = True
     report["stage2_runs"].append(stage)
     report.update(stage2=stage, final_accept=accept)

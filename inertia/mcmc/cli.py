@@ -44,14 +44,9 @@ def _run(args) -> int:
     from .kernels import REGISTRY
     from .sample import sample
 
-    if getattr(args, "save", None):
-        from ..cli import check_output_file
+    from ..cli import check_outputs
 
-        check_output_file(args.save, "--save")
-    if args.json not in (None, "-"):
-        from inertia.cli import check_output_file
-
-        check_output_file(args.json, "--json")
+    check_outputs((("--json", args.json), ("--save", getattr(args, "save", None))))
     target, names = build_model(args)
     # the API's rules (inertia.mcmc.sample): --steps alone runs exactly that many steps
     steps, target_ess = args.steps, args.target_ess

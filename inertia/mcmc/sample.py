@@ -112,9 +112,13 @@ class SampleResult:
         if self.chains:
             c = self.chains
             lines.append(f"exact (Metropolis-adjusted) chains, step size {c['step_size']:.4g}: "
-                         + "; ".join(f"chain {i}: acceptance {a:.3f}, {n} divergences"
-                                     for i, (a, n) in enumerate(zip(c["acceptance_rate"],
-                                                                    c["divergences"]))))
+                         + ("; ".join(f"chain {i}: acceptance {a:.3f}, {n} divergences"
+                                      for i, (a, n) in enumerate(zip(c["acceptance_rate"],
+                                                                     c["divergences"])))
+                            if len(c["divergences"]) <= 8 else  # many chains: the range
+                            f"{len(c['divergences'])} chains, acceptance "
+                            f"{min(c['acceptance_rate']):.3f} to {max(c['acceptance_rate']):.3f}"
+                            f", {sum(c['divergences'])} divergences in all"))
         if self.diagnostics is not None:
             lines.append(self.diagnostics.table(max_rows))
         if self.bias:
@@ -483,7 +487,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     if precondition not in ("auto", "laplace", "vi", "none"):
         raise ValueError("precondition must be 'auto', 'laplace', 'vi' or 'none'")
     for name, v in (("num_chains", num_chains), ("num_steps", num_steps), ("thinning", thinning)):
-        if int(v) != v or v < 1:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) and int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if num_steps % thinning:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of thinning ({thinning})")

@@ -2,8 +2,6 @@
 attributes) and load it back as a `LoadedResult` with the same summary, table and to_arviz()."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -13,42 +11,81 @@ from . import idata as _id
 
 def save(res, path, **kw) -> Path:
     """Write `res.to_arviz(**kw)` (or an InferenceData) to `path` as netCDF; returns the path.
-    Written to a temporary file in the same folder and moved into place (no half-written file)."""
+    Written to a temporary file in the same folder and renamed into place (no half-written file;
+    the umask's mode). A symbolic link is followed: its target is replaced and the link stays.
+    An existing device, FIFO or folder at `path` raises ValueError before anything is computed."""
+    from .._io import output_path, replace_with
     from .build import to_arviz
 
+    output_path(path, "save:", regular=True)
     obj = res if _is_arviz(res) else (res.to_arviz() if isinstance(res, LoadedResult)
                                       else to_arviz(res, **kw))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".nc", dir=path.parent)
-    os.close(fd)
-    try:
-        obj.to_netcdf(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    replace_with(path, obj.to_netcdf, suffix=".nc")
+    return Path(path)
 
 
 def load(path) -> "LoadedResult":
-    """A result written by `save` (`res.save(path)`, `inertia fit|sample --save PATH.nc`)."""
-    az = _id.arviz()
+    """A result written by `save` (`res.save(path)`, `inertia fit|sample --save PATH.nc`).
+    Anything else (a folder, an empty, damaged, compressed or JSON file, a netCDF file inertia did
+    not write) raises an error naming the file and what it is."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"{path} is a folder, not a saved result (give the .nc file "
+                                "written by res.save or --save)")
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    if _id._major(az) >= 1:
-        from xarray import open_datatree
+    _check_signature(path)
+    az = _id.arviz()
+    try:
+        if _id._major(az) >= 1:
+            from xarray import open_datatree
 
-        obj = open_datatree(path).load()
-    else:
-        obj = az.from_netcdf(path)
-        for g in obj.groups():  # read into memory: the file is closed and may be rewritten
-            getattr(obj, g).load()
-    attrs = _id.read_attrs(obj)
+            obj = open_datatree(path).load()
+        else:
+            obj = az.from_netcdf(path)
+            for g in obj.groups():  # read into memory: the file is closed and may be rewritten
+                getattr(obj, g).load()
+    except (OSError, ValueError, RuntimeError, KeyError) as err:
+        raise ValueError(f"{path}: cannot be read as netCDF ({type(err).__name__}: {err}); the "
+                         "file is damaged or truncated: save the result again") from None
+    groups = list(obj.children) if hasattr(obj, "children") else list(obj.groups())
+    if "posterior" not in groups:
+        raise ValueError(f"{path} is a netCDF file but not a result saved by inertia (it has no "
+                         "posterior group)")
+    try:
+        attrs = _id.read_attrs(obj)
+    except ValueError as err:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{path} was saved by inertia but its inertia attributes were edited and "
+                         f"no longer read as JSON ({err}); save the result again") from None
     if "kind" not in attrs:
         raise ValueError(f"{path} was not written by inertia (no inertia attributes)")
     return LoadedResult(obj, attrs, path)
+
+
+_SIGNATURES = ((b"\x89HDF\r\n\x1a\n", None), (b"CDF\x01", "netCDF-3"), (b"CDF\x02", "netCDF-3"),
+               (b"\x1f\x8b", "gzip-compressed (decompress it first: gunzip)"),
+               (b"PK\x03\x04", "a zip archive (unzip it first)"))
+
+
+def _check_signature(path: Path) -> None:
+    """ValueError naming `path` and what it is, unless it starts as a netCDF-4 (HDF5) file."""
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    if not head:
+        raise ValueError(f"{path} is empty (0 bytes), not a saved result; save the result again")
+    for magic, what in _SIGNATURES:
+        if head.startswith(magic):
+            if what is None:
+                return
+            if what == "netCDF-3":
+                raise ValueError(f"{path} is a netCDF-3 file, not a result saved by inertia "
+                                 "(inertia saves netCDF-4)")
+            raise ValueError(f"{path} is {what}, not a saved result")
+    if head.lstrip()[:1] in (b"{", b"["):
+        raise ValueError(f"{path} is a JSON file (e.g. the --json output), not a saved result; "
+                         "inertia.load reads the .nc file of res.save or --save")
+    raise ValueError(f"{path} is not a netCDF file (it starts {head!r}), so not a result saved by "
+                     "inertia; inertia.load reads the .nc file of res.save or --save")
 
 
 def _is_arviz(obj) -> bool:

@@ -281,7 +281,10 @@ def _from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="log
     if isinstance(example, dict) and "info" not in kw:
         from ..posterior import site_names
 
-        kw["info"] = {"names": site_names({k: jnp.shape(v) for k, v in example.items()})}
+        try:
+            kw["info"] = {"names": site_names({k: jnp.shape(v) for k, v in example.items()})}
+        except ValueError as err:
+            raise TargetError(str(err)) from None
     kw.setdefault("recast", lambda dtype: from_logdensity(logdensity_fn,
                                                           cast_floats(example, dtype)))
     return from_potential(potential, flat.size, alpha=alpha, beta=beta, name=name, unravel=unravel,

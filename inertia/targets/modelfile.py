@@ -18,6 +18,12 @@ import numpy as np
 from .base import Target, TargetError, from_logdensity
 
 
+USER_FILES: set = set()  # resolved paths of the model files loaded (errors raised there are theirs)
+
+_TRACED = ("ConcretizationTypeError", "TracerIntegerConversionError", "TracerBoolConversionError",
+           "TracerArrayConversionError", "NonConcreteBooleanIndexError")
+
+
 def load_module(path: Path):
     """Import a Python file as a module (its directory first on sys.path while importing)."""
     spec = importlib.util.spec_from_file_location(f"inertia_user_{path.stem}", path)
@@ -25,13 +31,53 @@ def load_module(path: Path):
         raise TargetError(f"cannot import {path} as Python")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(path.parent))
+    USER_FILES.add(str(path.resolve()))
     try:
         spec.loader.exec_module(module)
+    except SystemExit as err:
+        raise TargetError(f"importing {path} called sys.exit({err.code!r}); a model file must "
+                          "not exit (guard script code with `if __name__ == '__main__':`)") from None
     except Exception as err:
         raise TargetError(f"importing {path} failed: {type(err).__name__}: {err}") from err
     finally:
         sys.path.remove(str(path.parent))
     return module
+
+
+def model_error(err: BaseException):
+    """A one-line message for an exception raised inside a loaded model file (the innermost
+    frame in it: file, line and code), with advice for JAX's traced-value errors; None when no
+    frame of the traceback is in a model file."""
+    import traceback
+
+    where = None
+    seen, e = set(), err
+    while e is not None and id(e) not in seen:  # the error and the ones it was raised from
+        seen.add(id(e))
+        for fr in traceback.extract_tb(e.__traceback__):
+            if fr.filename in USER_FILES or str(Path(fr.filename).resolve()) in USER_FILES:
+                where = fr
+        if where is not None:
+            break
+        e = e.__cause__ or e.__context__
+    if where is None:
+        return None
+    name = type(err).__name__
+    text = " ".join(str(err).split())
+    if isinstance(err, SystemExit):
+        return (f"the model {Path(where.filename).name} called sys.exit({err.code!r}) at line "
+                f"{where.lineno}; a model must return a log density or record sites, not exit")
+    if name in _TRACED:
+        text = text.split(". ")[0]
+        advice = (" inertia compiles the model once with its data and parameters as traced "
+                  "arrays, so a Python number or shape cannot be computed from them (int(), "
+                  "float(), bool(), if on a value); compute it outside the model, e.g. pass the "
+                  "size as an argument with a default (def model(g, y, G=3)), or use jnp.where")
+    else:
+        advice = " (an error of the model, not of inertia)"
+        text = text[:400]
+    return (f"the model {Path(where.filename).name} raised {name} at line {where.lineno}"
+            f"{f' ({where.line.strip()})' if where.line else ''}: {text}.{advice}")
 
 
 def _as_arrays(obj):
@@ -123,6 +169,49 @@ def _check_numpyro_call(fn, name, columns, path, module):
                       f" {params}); every column is passed, so the model must accept each")
 
 
+def _latent_shapes(fn, columns) -> dict:
+    """{site: shape} of the model's unobserved sample sites, from one abstract trace ({} when the
+    model cannot be traced so; from_numpyro then reports it)."""
+    import jax
+    import jax.numpy as jnp
+    from numpyro import handlers
+
+    def latent(key):
+        tr = handlers.trace(handlers.seed(fn, key)).get_trace(**columns)
+        return {k: v["value"] for k, v in tr.items()
+                if v["type"] == "sample" and not v["is_observed"]}
+
+    try:
+        out = jax.eval_shape(latent, jax.ShapeDtypeStruct((2,), jnp.uint32))
+    except Exception:
+        return {}
+    return {k: tuple(v.shape) for k, v in out.items()}
+
+
+def _check_unobserved(fn, name, columns, path) -> None:
+    """TargetError when the CSV lacks a column the model takes as an argument and the model then
+    samples a latent site of that name (`obs=None`: the response becomes unknowns)."""
+    import inspect
+
+    if not columns:
+        return
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return
+    if all(k in columns for k in params):
+        return
+    sites = _latent_shapes(fn, columns)
+    lost = [k for k in params if k not in columns and k in sites]
+    if lost:
+        k = lost[0]
+        size = int(np.prod(sites[k])) if sites[k] else 1
+        raise TargetError(f"{path}: {name}'s argument {k!r} is not a column of the CSV (columns: "
+                          f"{list(columns)}), so its site {k!r} is not observed and becomes "
+                          f"{size} unknown value(s) to infer; add the column {k!r} to the CSV, or "
+                          "rename the argument after the column that holds it")
+
+
 def target_from_file(spec: str, data=None) -> Target:
     """Target for "FILE.py:NAME" with optional CSV columns `data` ({name: array}); the target's
     name says which convention was found ("[log density]" or "[NumPyro model]")."""
@@ -156,6 +245,7 @@ def target_from_file(spec: str, data=None) -> Target:
     from . import from_numpyro
 
     try:
+        _check_unobserved(fn, name, columns, path)
         return from_numpyro(fn, name=f"{path.name}:{name} [NumPyro model]", model_kwargs=columns)
     except TargetError as err:
         if "no latent sample sites" in str(err):
@@ -165,4 +255,4 @@ def target_from_file(spec: str, data=None) -> Target:
         raise
 
 
-__all__ = ["target_from_file"]
+__all__ = ["target_from_file", "model_error", "USER_FILES"]

@@ -101,6 +101,21 @@ def _valid_start(target, seed):
                       "unconstrained space")
 
 
+def _check_names(postprocess_fn, z0):
+    """TargetError when two sites (latent or deterministic) share a display name, e.g. a scalar
+    site "b[0]" beside a vector site `b` (shapes from one abstract trace)."""
+    from ..posterior import check_unique_names
+
+    try:
+        shapes = jax.eval_shape(postprocess_fn, z0)
+    except Exception:  # the constrained sites are checked where they are first computed
+        shapes = z0
+    try:
+        check_unique_names({k: tuple(jnp.shape(v)) for k, v in shapes.items()}, "NumPyro model")
+    except ValueError as err:
+        raise TargetError(str(err)) from None
+
+
 @entry_point()  # float64, fewer garbage collections while tracing (inertia._scope)
 def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
                  model_kwargs=None, **kwargs) -> Target:
@@ -125,6 +140,7 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
     flat0, unravel = ravel(z0)
+    _check_names(postprocess_fn, z0)
 
     # jitted once here so that the model (NumPyro's effect handlers, slow to trace) is traced once per
     # input shape; every transform and enclosing jit of the fit reuses that jaxpr

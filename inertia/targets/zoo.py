@@ -55,6 +55,7 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
             from ..data.csv import load_csv
 
             ds = load_csv(data, response, drop_missing=drop_missing)
+            _check_size(data, ds.X.shape)
         else:
             if response is not None:
                 raise TargetError(f"--response applies to a CSV --data; the built-in data set "
@@ -68,3 +69,29 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
 
         return graph_probit_dataset(data or "sonar")
     raise TargetError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
+
+
+LARGE_D = 2000  # above this many parameters a CSV's model is announced before the O(d^3) work
+
+
+def _check_size(path, shape) -> None:
+    """Before building a GLM on a CSV of shape (n, p): MemoryError when the d x d arrays of a fit
+    (d = p + 1) exceed free memory; a warning naming the size when d > LARGE_D."""
+    import warnings
+
+    from ..resources import available_bytes, estimate_fit_bytes, largest_dim
+
+    n, p = shape
+    d = p + 1
+    need, have = estimate_fit_bytes("sym", d, 8), available_bytes()
+    if need > have:
+        raise MemoryError(f"{path}: {p} predictor columns make d = {d} coefficients; a "
+                          f"full-covariance fit or sampler needs about {need / 2**30:.1f} GiB "
+                          f"(d x d matrices) and {have / 2**30:.1f} GiB is free; the largest d "
+                          f"that fits is about {largest_dim('sym', 8, budget=have)}: select "
+                          "fewer predictor columns")
+    if d > LARGE_D:
+        warnings.warn(f"{path}: {p} predictor columns make d = {d} coefficients ({n} rows); "
+                      f"every d x d factorisation costs about d^3 = {float(d) ** 3:.1e} flops, "
+                      "so building the target and each run take minutes; select fewer "
+                      "predictor columns for a quick run", UserWarning, stacklevel=3)

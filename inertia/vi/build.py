@@ -47,6 +47,27 @@ def make_kernel(target: Target, method: str | Method, *, accelerated=None, batch
     return kernel, m, est, bool(accelerated), rule
 
 
+def check_init(target, init):
+    """`init` as given when it is a pair (mean (d,), factor (d, d)) in the target's flat
+    coordinates; else a ValueError naming what was given and what the target's sites are."""
+    if init is None:
+        return None
+    d = target.dim
+    sites = (getattr(target, "info", None) or {}).get("names")
+    where = f" (the target's coordinates: {list(sites)[:8]}{' ...' if d > 8 else ''})" if sites \
+        else ""
+    what = (f"a dict with keys {sorted(init)}" if isinstance(init, dict)
+            else f"a {type(init).__name__}")
+    if isinstance(init, dict) or not isinstance(init, (tuple, list)) or len(init) != 2:
+        raise ValueError(f"init must be a pair (mean of shape ({d},), factor of shape ({d}, {d}))"
+                         f" in the target's flat unconstrained coordinates; got {what}{where}")
+    shapes = [np.shape(a) for a in init]
+    if shapes != [(d,), (d, d)]:
+        raise ValueError(f"init must be (mean ({d},), factor ({d}, {d})); got shapes {shapes}"
+                         f"{where}")
+    return init
+
+
 def initial(target, init, coords):
     """The start (mean, factor in the kernel's coordinates): N(0, I), or `init` checked."""
     d = target.dim

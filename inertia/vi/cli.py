@@ -85,12 +85,10 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..cli import check_output_file
+    from ..cli import check_outputs
 
-    for option, path in (("--json", args.json), ("--plot", args.plot),
-                         ("--save", getattr(args, "save", None))):
-        if path is not None:
-            check_output_file(path, option)
+    check_outputs((("--json", args.json), ("--plot", args.plot),
+                   ("--save", getattr(args, "save", None))))
     from ..targets.zoo import make_target
     from .fit import fit
     from .registry import METHODS
