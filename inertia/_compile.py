@@ -30,6 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _hoist
+
 TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
          "lean": {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False},
          "optimized": {}}
@@ -235,8 +237,7 @@ class _Jit:
     def _get(self, key):
         fn = self._jits.get(key)
         if fn is None:
-            fn = self._jits[key] = jax.jit(self._fun, compiler_options=dict(key) or None,
-                                           **self._kwargs)
+            fn = self._jits[key] = _hoist.Hoisting(self._fun, dict(key) or None, **self._kwargs)
         return fn
 
     def _call(self, method, args, kwargs):

@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .. import _compile
-from . import chains
+from . import chains, frames
 from .chains import MAX_LEAPFROG
 from .kernels.base import Params
 from .kernels.exact import LENGTH_SPREAD
@@ -360,13 +360,18 @@ def _warmup_keys(num_chains: int, d: int, raises: int):
 
 
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
-                   target_accept=TARGET_ACCEPT, tune_step=True):
+                   target_accept=TARGET_ACCEPT, tune_step=True, frame="auto"):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
-    report). tune_step False keeps dual averaging's step size (a target acceptance was asked for)."""
+    report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
+    `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM,
+    else diagonal or low-rank by the warm-up draws)."""
     from ..diagnostics import prefetch
     from .sample import _start
     from .warmup import fit_gaussian, whiten
 
+    if not frames.uses_dense(target.dim, frame):
+        return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
+                           target_accept=target_accept, kind=frame)
     fit = fit_gaussian(target, precondition, seed=seed)
     prefetch()  # the diagnostics' ArviZ loads while the chains compile and run
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
@@ -448,6 +453,79 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
         "grad_evals": int(fit.grad_evals + chain_grads),
     }
     return wt, fit, params, state, vg, report
+
+
+def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind):
+    """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
+    matrix: MAP by L-BFGS, the diagonal start frame from Hessian probes, stage 1, the frame refined
+    by its draws, stage 2, then the trajectory rule on the draws' denoised spectrum and the
+    divergence raises of the dense warm-up."""
+    from ..targets.base import jitted
+    from ..targets.mode import _lbfgs
+    from .sample import _start
+    from .warmup import GaussianFit
+
+    d = target.dim
+    x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
+    mode, grads = _lbfgs(jitted(target, "value_and_grad"), x0, 2000)
+    fr = frames.start_frame(target, mode, seed=seed)
+    g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
+    decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
+    fit_grads = grads + 1 + 2 * frames.PROBES
+    vg = frames.frame_value_and_grad(target, fr)
+    keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
+    z0 = keys["z0"]
+    if init is not None:
+        z0 = fr.to_z(np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d)))
+    state = _start(method, vg, z0, keys["start"])
+    h0 = min(1.0, 1.5 * d ** -0.25)
+    f = lambda x: _compile.device(x, np.float64)  # noqa: E731
+    log_h0 = math.log(h0)
+    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
+        vg, state, keys["stage1"], f(log_h0), f(log_h0 + math.log(10.0)), f(0.0), f(0.0), f(T0),
+        f(target_accept))
+    h1 = float(h1)
+    zs = np.swapaxes(np.asarray(z1)[STAGE1 // 2:], 0, 1)
+    acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
+    chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
+    start = fr
+    fr = frames.from_draws(fr, zs, kind)
+    vg = frames.frame_value_and_grad(target, fr)
+    state = _start(method, vg, fr.to_z(start.to_x(np.asarray(state.position))), keys["restart"])
+    chain_grads += num_chains
+    state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
+                                      target_accept, keep=True)
+    chain_grads += g
+    lam = 1.0 / frames.eigenvalues(w2)
+    choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
+    h2 = choice["step_size"]
+    T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
+    h, accept, stages = h2, float(target_accept), [stage]
+    for attempt in range(1, MAX_RAISES + 1):
+        if stages[-1]["late_divergences"] == 0:
+            break
+        accept = raised(accept)
+        state, h, stage, g, _ = _stage2(method, vg, state, keys["stage2"][attempt], h,
+                                        choice["gamma"], eps, T, accept)
+        chain_grads += g
+        stages.append(stage)
+    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
+                    choice["length_spread"])
+    kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.U is not None else "diagonal frame"
+    info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
+            "why": (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)}
+    fit = GaussianFit(fr.mean, fr, kind_name, fit_grads, info)
+    report = {
+        "kind": "adaptation", "precondition": kind_name,
+        "fit": {**info, "grad_evals": fit_grads},
+        "target_accept": float(target_accept), "stage1": {
+            "iterations": STAGE1, "step_size": h1, "acceptance": acc_late,
+            "divergences": int(np.sum(np.asarray(div1)))},
+        "spectrum": [float(lam.min()), float(lam.max())], "choice": choice,
+        "stage2": stages[-1], "stage2_runs": stages, "final_accept": accept,
+        "chain_grad_evals": chain_grads, "grad_evals": int(fit_grads + chain_grads),
+    }
+    return frames.whiten(target, fr), fit, params, state, vg, report
 
 
 def describe_adaptation(t: dict) -> str:

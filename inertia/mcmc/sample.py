@@ -445,7 +445,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
            thinning: int = 1, init=None, on_divergence: str = "raise", progress: bool = False,
            precondition: str = "auto", bias_tol: float = 0.03, target_ess: Optional[float] = None,
            max_steps: Optional[int] = None, names=None, diagnostics: bool = True,
-           target_accept: Optional[float] = None) -> SampleResult:
+           target_accept: Optional[float] = None, frame: str = "auto") -> SampleResult:
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
     The default method "hfhr-exact" is exact (Metropolis-adjusted HFHR, invariant law pi x N):
@@ -453,7 +453,9 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     the same preconditioner, sets h by dual averaging to `target_accept` (default 0.8) and the
     trajectory length, gamma and alpha by the fewest gradients per effective sample; divergences
     (|energy error| > 1000) after warm-up, a collapsed acceptance rate, R-hat or ESS make the
-    verdict NOT CONVERGED. The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
+    verdict NOT CONVERGED. Its preconditioner's form, `frame` (`inertia.mcmc.frames`): "auto"
+    (dense up to 400 parameters, beyond them diagonal plus the low-rank directions the warm-up
+    draws show, O(d r) per gradient), or forced: "dense", "low-rank", "diagonal". The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
     gradient on near-Gaussian targets but biased by O(h); for them:
     with step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
     fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";
@@ -514,7 +516,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         if auto:
             run_target, fit, params, state, run_fn, tuning = run_adaptation(
                 target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
-                seed=seed, target_accept=target_accept, tune_step=tune_step)
+                seed=seed, target_accept=target_accept, tune_step=tune_step, frame=frame)
             pre = (fit.mean, fit.factor)
             total_warm = int(tuning["grad_evals"])
             warm_grads = int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains))
@@ -704,6 +706,8 @@ def _to_x(z, pre):
     if pre is None:
         return z
     mean, factor = pre
+    if hasattr(factor, "to_x"):  # a diagonal or low-rank frame (mcmc.frames)
+        return factor.to_x(z)
     return np.asarray(mean) + np.einsum("cnj,ij->cni", z, np.asarray(factor))
 
 

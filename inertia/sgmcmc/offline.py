@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._hoist import Hoisting
 from ._linalg import (glm_fourth_moment_matrix, hessian_fourth_moment_matrix, unvech, vech,
                       vech_fourth_moment)
 from .models import Model
@@ -40,8 +41,9 @@ def shifted_newton_step(H, g):
 
 @functools.lru_cache(maxsize=64)
 def _compiled(model: Model):
-    obj = jax.jit(model.objective)
-    grad = jax.jit(model.full_grad)
+    # the model's data are arguments of these programs, not constants (Hoisting)
+    obj = Hoisting(model.objective)
+    grad = Hoisting(model.full_grad)
     if model.is_glm:
         def hess(theta):
             w = model.curvature_weights(theta)
@@ -49,7 +51,7 @@ def _compiled(model: Model):
             return H + jnp.asarray(model.gamma) / model.num_obs
     else:
         hess = jax.hessian(model.objective)
-    return obj, grad, jax.jit(hess)
+    return obj, grad, Hoisting(hess)
 
 
 def fit_map(model: Model, theta0=None, *, tol: float = 1e-10, max_iter: int = 100) -> MAP:

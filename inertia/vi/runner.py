@@ -260,8 +260,11 @@ class Runner:
         opts, kernel = self.opts, self.kernel
         steps = max(num_steps, 1)
         # one program for the initial states and the first attempt's keys (those of step_keys)
-        state, keys = _compile.jit(lambda sd: (jax.vmap(lambda _: kernel.init(m0, A0))(sd),
-                                               _key_rows(sd, steps)))(np.asarray(seeds))
+        # (the start is an argument: as a constant, XLA would evaluate the kernel's start at compile
+        # time, O(d^3))
+        state, keys = _compile.jit(lambda sd, m, A: (jax.vmap(lambda _: kernel.init(m, A))(sd),
+                                                     _key_rows(sd, steps)))(
+            np.asarray(seeds), m0, A0)
         state = shard_leading(state)
         rec = _Recorder(self.target, kernel, opts.evaluate, opts.monitor, opts.monitor_draws,
                         seeds[0])

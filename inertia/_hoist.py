@@ -1,0 +1,105 @@
+"""Closed-over arrays as arguments of compiled programs.
+
+A function that closes over an array (a target's data, a whitening factor, a start) compiles with
+that array as an HLO constant: the program text grows with the data, the persistent cache keys on
+its values, and XLA's constant folder evaluates whatever depends only on constants at compile
+time (a d x d matrix product at d = 1,000 takes it ~40 s). `Hoisting` traces the function once
+per argument signature, takes the traced program's closed-over arrays of HOIST_MIN_SIZE elements
+or more out of it, and compiles the program with them as arguments (`jax.jit` of the traced
+program, evaluated with `jax.core.eval_jaxpr`); smaller ones stay constants. The numbers are
+those of the same program with the arrays passed in by the caller.
+"""
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HOIST_MIN_SIZE = 64  # closed-over arrays of at least this many elements become arguments
+
+
+class _Bound:
+    """A lowered or compiled program of `Hoisting` with its hoisted arrays bound as its first
+    argument (`compile()` and calls take the caller's arguments only)."""
+
+    def __init__(self, obj, consts):
+        self._obj, self._consts = obj, consts
+
+    def compile(self, *args, **kwargs):
+        return _Bound(self._obj.compile(*args, **kwargs), self._consts)
+
+    def __call__(self, *args):
+        return self._obj(self._consts, *args)
+
+    def __getattr__(self, name):
+        return getattr(self._obj, name)
+
+
+class Hoisting:
+    """jax.jit of `fun` (with `compiler_options`) whose closed-over arrays of HOIST_MIN_SIZE
+    elements or more are arguments of the compiled program; called inside another trace, or with
+    jit keyword arguments (static arguments), it is plain jax.jit. Inside another trace the arrays
+    are passed to the inner program as concrete arguments, so that the enclosing program's trace
+    holds them as its own closed-over arrays and hoists them in turn (an inner jit would keep them
+    as constants of its own)."""
+
+    def __init__(self, fun, compiler_options=None, **jit_kwargs):
+        self._fun, self._options = fun, compiler_options
+        self._plain = jax.jit(fun, compiler_options=compiler_options, **jit_kwargs)
+        self._static = bool(jit_kwargs)
+        self._entries = {}
+
+    def _entry(self, args, kwargs):
+        """(jit of the traced program, hoisted arrays) for this signature; None: the plain jit."""
+        if self._static or kwargs:
+            return None
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        try:
+            avals = tuple(jax.typeof(leaf) for leaf in leaves)
+        except TypeError:
+            return None
+        key = (tree, avals, jax.dtypes.canonicalize_dtype(jnp.float64))
+        if key not in self._entries:
+            specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
+            self._entries[key] = self._build(jax.tree_util.tree_unflatten(tree, specs))
+        return self._entries[key]
+
+    def _build(self, args):
+        traced = self._plain.trace(*args)  # the plain jit's trace, reused where nothing is hoisted
+        closed, shape = traced.jaxpr, traced.out_info
+        jaxpr, consts = closed.jaxpr, list(closed.consts)
+        big = [i for i, c in enumerate(consts)
+               if not isinstance(c, jax.core.Tracer) and np.size(c) >= HOIST_MIN_SIZE]
+        if not big:
+            return None
+        out_tree = jax.tree_util.tree_structure(shape)
+        avals = [v.aval for v in jaxpr.constvars]
+        small = [None if i in big else c for i, c in enumerate(consts)]
+        with jax.ensure_compile_time_eval():  # concrete device arrays, inside a trace too
+            hoisted = [jax.device_put(consts[i] if isinstance(consts[i], jax.Array)
+                                      else np.asarray(consts[i], dtype=avals[i].dtype))
+                       for i in big]
+        del consts
+
+        def program(arrays, *call_args):
+            values = list(small)
+            for i, a in zip(big, arrays):
+                values[i] = a
+            out = jax.core.eval_jaxpr(jaxpr, values, *jax.tree_util.tree_leaves(call_args))
+            return jax.tree_util.tree_unflatten(out_tree, out)
+
+        return jax.jit(program, compiler_options=self._options), hoisted
+
+    def __call__(self, *args, **kwargs):
+        entry = self._entry(args, kwargs)
+        if entry is None:
+            return self._plain(*args, **kwargs)
+        fn, hoisted = entry
+        return fn(hoisted, *args)
+
+    def lower(self, *args, **kwargs):
+        entry = self._entry(args, kwargs)
+        if entry is None:
+            return self._plain.lower(*args, **kwargs)
+        fn, hoisted = entry
+        return _Bound(fn.lower(hoisted, *args), hoisted)

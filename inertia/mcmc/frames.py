@@ -1,0 +1,201 @@
+"""Preconditioning frames of the exact sampler for large d: x = m + F z at O(d r) per gradient.
+
+The warm-up runs the chains on V_w(z) = V(m + F z). Up to DENSE_MAX_DIM parameters F is a dense
+factor (`adapt`: the Laplace or VI fit, refined by the warm-up draws' covariance; O(d^2) per
+gradient, O(d^3) to build). Beyond it the frame is one of FRAMES:
+
+- "diagonal": F = diag(s), O(d) per gradient;
+- "low-rank": F = diag(s) (I + U diag(sqrt(lam) - 1) U^T), U (d, r) orthonormal: covariance
+  diag(s) (I + U diag(lam - 1) U^T) diag(s), O(d r) per gradient.
+
+The rule (`choose`): the start frame is diagonal at the MAP, with s = diag(hess V)^-1/2 estimated
+from PROBES Hessian-vector products with Rademacher vectors (Bekas, Kokiopoulou & Saad 2007); the
+stage-1 warm-up draws then set s by their per-coordinate variance and, after that scaling, the
+eigen-directions of their covariance whose eigenvalue lies above the Marchenko-Pastur bulk of an
+identity covariance (at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
+Baik & Silverstein 2006) become U: "low-rank" when there is at least one, else "diagonal".
+`sample(..., frame=...)` forces a kind ("dense" at any d; "diagonal"; "low-rank").
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+DENSE_MAX_DIM = 400  # up to this d the frame is dense (the preconditioner of smaller models)
+MAX_RANK = 16  # eigen-directions of the low-rank frame
+PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
+SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
+
+
+@jax.tree_util.register_pytree_node_class
+class Frame:
+    """x = mean + F z with F = diag(scale) (I + U diag(root) U^T) (root = sqrt(lam) - 1; U None:
+    diagonal). Methods take one point (d,) or rows (..., d), NumPy or JAX arrays."""
+
+    def __init__(self, mean, scale, U=None, root=None):
+        self.mean, self.scale, self.U, self.root = mean, scale, U, root
+
+    @property
+    def kind(self) -> str:
+        return "diagonal" if self.U is None else "low-rank"
+
+    def tree_flatten(self):
+        return (self.mean, self.scale, self.U, self.root), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children)
+
+    def _inner(self, z, root):
+        if self.U is None:
+            return z
+        return z + ((z @ self.U) * root) @ self.U.T
+
+    def to_x(self, z):
+        """m + F z."""
+        return self.mean + self.scale * self._inner(z, self.root)
+
+    def transpose(self, g):
+        """F^T g (the gradient in the frame)."""
+        return self._inner(self.scale * g, self.root)
+
+    def to_z(self, x):
+        """F^-1 (x - m)."""
+        w = (x - self.mean) / self.scale
+        if self.U is None:
+            return w
+        return self._inner(w, 1.0 / (1.0 + self.root) - 1.0)
+
+    def rank(self) -> int:
+        return 0 if self.U is None else int(np.shape(self.U)[1])
+
+    def on_device(self) -> "Frame":
+        """The frame with float64 device arrays (an argument of the compiled chains)."""
+        return jax.tree_util.tree_map(lambda a: jax.device_put(np.asarray(a, np.float64)), self)
+
+
+FRAMES = {"diagonal": "diag(s)", "low-rank": "diag(s) (I + U diag(sqrt(lam) - 1) U^T)"}
+KINDS = ("auto", "dense") + tuple(FRAMES)
+
+
+def uses_dense(d: int, frame: str = "auto") -> bool:
+    """Whether the warm-up uses the dense frame: forced, or auto with d <= DENSE_MAX_DIM."""
+    if frame not in KINDS:
+        raise ValueError(f"frame must be one of {', '.join(map(repr, KINDS))}; got {frame!r}")
+    return frame == "dense" or (frame == "auto" and d <= DENSE_MAX_DIM)
+
+
+def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
+    """E[v * (hess V(x) v)] over `probes` Rademacher vectors v: an unbiased estimate of
+    diag hess V(x) (Bekas et al. 2007), in one batched call of `probes` HVPs."""
+    from .._compile import jit
+
+    rng = np.random.default_rng(seed)
+    V = rng.choice([-1.0, 1.0], size=(target.dim, probes))
+    fn = jit(lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M))
+    HV = np.asarray(fn(np.asarray(x, np.float64), V), dtype=np.float64)
+    return np.mean(V * HV, axis=1)
+
+
+def start_frame(target, mode, probes: int = PROBES, seed: int = 0) -> Frame:
+    """Diagonal frame at `mode` with s_i = (estimated hess V_ii)^-1/2; entries that are not
+    positive (noise, or negative curvature) take the median of the positive ones."""
+    h = hessian_diagonal(target, mode, probes, seed)
+    good = np.isfinite(h) & (h > 0)
+    fill = float(np.median(h[good])) if good.any() else 1.0
+    h = np.where(good, np.maximum(h, 1e-3 * fill), fill)
+    return Frame(np.asarray(mode, np.float64), 1.0 / np.sqrt(h))
+
+
+def spiked_eigenvalue(ell, c):
+    """The population eigenvalue lam > 1 + sqrt(c) whose sample eigenvalue is `ell` in the spiked
+    covariance model, ell = lam + c lam / (lam - 1) (Baik & Silverstein 2006); `ell` must lie
+    above the bulk edge (1 + sqrt(c))^2."""
+    b = ell + 1.0 - c
+    return 0.5 * (b + np.sqrt(np.maximum(b * b - 4.0 * ell, 0.0)))
+
+
+def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK) -> Frame:
+    """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it: their mean and
+    per-coordinate variance (shrunk towards 1 by SHRINK pseudo-draws) set the diagonal; for
+    "auto" / "low-rank", the top eigen-directions of the scaled draws' covariance above the
+    Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / (half the draws, for autocorrelation), give U."""
+    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
+    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    n, d = flat.shape
+    if n < 2:
+        return frame
+    mu = flat.mean(0)
+    var = (n * flat.var(0, ddof=1) + SHRINK) / (n + SHRINK)
+    sd = np.sqrt(np.clip(var, 1e-8, 1e8))
+    out = Frame(frame.to_x(mu), frame.scale * sd)  # x = m + s (mu + sd w)
+    if kind == "diagonal":
+        return out
+    y = (flat - mu) / sd
+    c = d / max(0.5 * n, 1.0)
+    _, s, vt = np.linalg.svd(y / math.sqrt(n - 1), full_matrices=False)
+    ell = s ** 2
+    keep = np.flatnonzero(ell > (1.0 + math.sqrt(c)) ** 2)[:max_rank]
+    if keep.size == 0:
+        return out
+    lam = spiked_eigenvalue(ell[keep], c)
+    return Frame(out.mean, out.scale, vt[keep].T, np.sqrt(lam) - 1.0)
+
+
+def eigenvalues(z):
+    """Denoised eigenvalues of the covariance of draws (chain, draw, d), without a d x d matrix
+    (the large-d counterpart of `adapt.denoised_eigenvalues`): with c = d / (half the draws),
+    sample eigenvalues above the bulk edge (1 + sqrt(c))^2 are spike-corrected, those below
+    (1 - sqrt(c))^2 (c < 1) divided by it, the rest (and those the draws cannot see) are 1."""
+    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
+    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    n, d = flat.shape
+    out = np.ones(d)
+    if n < 2:
+        return out
+    c = d / max(0.5 * n, 1.0)
+    s = np.linalg.svd((flat - flat.mean(0)) / math.sqrt(n - 1), compute_uv=False)
+    ell = np.clip(s ** 2, 1e-8, 1e8)
+    k = ell.size
+    out[:k] = np.where(ell > (1.0 + math.sqrt(c)) ** 2, spiked_eigenvalue(ell, c), 1.0)
+    if c < 1:
+        lo = (1.0 - math.sqrt(c)) ** 2
+        out[:k] = np.where(ell < lo, ell / lo, out[:k])
+    return np.sort(out)
+
+
+def frame_value_and_grad(target, frame: Frame):
+    """(V_w, grad V_w) of V_w(z) = V(m + F z) as a pytree function whose frame arrays are traced
+    (one compilation of the chains for every frame of the same kind and rank)."""
+    from .adapt import _vg
+
+    return jax.tree_util.Partial(_frame_fn(_vg(target)), frame.on_device())
+
+
+@functools.lru_cache(maxsize=32)
+def _frame_fn(vg):
+    def fn(frame, z):
+        v, g = vg(frame.to_x(z))
+        return v, frame.transpose(g)
+    return fn
+
+
+def whiten(target, frame: Frame):
+    """V_w(z) = V(m + F z) with gradient F^T grad V and HVP F^T hess V F v (no d x d matrix)."""
+    from ..targets.base import Target
+
+    def hvp(z, v):
+        return frame.transpose(target.hvp(frame.to_x(z), frame._inner(v, frame.root) * frame.scale))
+
+    return Target(dim=target.dim, potential=lambda z: target.potential(frame.to_x(z)),
+                  grad=lambda z: frame.transpose(target.grad(frame.to_x(z))), hvp=hvp,
+                  name=f"{target.name}-whitened")
+
+
+__all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
+           "from_draws", "eigenvalues", "frame_value_and_grad", "hessian_diagonal",
+           "spiked_eigenvalue"]
