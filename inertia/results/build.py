@@ -212,8 +212,8 @@ def calibration_summary(res) -> list:
 def to_arviz(res, **kw):
     """The InferenceData of any inertia result."""
     kind = type(res).__name__
-    if kind == "FitResult":
-        return fit_to_arviz(res, **kw)
+    if kind == "FitResult":  # with its quality check's attributes (vi.quality)
+        return res.to_arviz(**kw)
     if kind == "SampleResult":
         return sample_to_arviz(res, **kw)
     if kind == "CalibrationResult":

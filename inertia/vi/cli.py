@@ -1,7 +1,8 @@
 """`inertia fit`: fit a full-covariance Gaussian with any registered VI method.
 
-Exit status: 0 when the fit converged; 3 when it ends NOT CONVERGED (unless --allow-unconverged);
-2 on errors.
+Exit status: 0 when the fit converged and q is usable (Pareto k-hat <= 0.7); 3 when it ends NOT
+CONVERGED (unless --allow-unconverged); 4 when it converged but q is an unreliable approximation
+(k-hat > 0.7; unless --allow-unreliable); 2 on errors.
 """
 from __future__ import annotations
 
@@ -80,6 +81,9 @@ def add_parser(sub):
                    help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="exit 0 even when the fit ends NOT CONVERGED (default: exit status 3)")
+    p.add_argument("--allow-unreliable", action="store_true",
+                   help="exit 0 even when the approximation quality is unreliable (Pareto k-hat > "
+                        "0.7; default: exit status 4)")
     p.set_defaults(func=run)
     return p
 
@@ -135,10 +139,20 @@ def run(args) -> int:
               "Raise --steps, check the model, or pass --allow-unconverged to exit with status 0",
               file=sys.stderr)
         return EXIT_UNCONVERGED
+    if res.quality is not None and res.quality["verdict"] == "unreliable":
+        if getattr(args, "allow_unreliable", False):
+            print("warning: the Gaussian is an unreliable approximation (see above); exit status "
+                  "0 because of --allow-unreliable", file=sys.stderr)
+            return 0
+        print("error: the fit converged but the Gaussian is an unreliable approximation of this "
+              "posterior (Pareto k-hat > 0.7, see above): run `inertia sample`, or pass "
+              "--allow-unreliable to exit with status 0", file=sys.stderr)
+        return EXIT_UNRELIABLE
     return 0
 
 
 EXIT_UNCONVERGED = 3  # as `inertia sample`
+EXIT_UNRELIABLE = 4  # converged, but q is a poor approximation (vi.quality: k-hat > 0.7)
 
 
 def report(res, out, total) -> str:
@@ -150,7 +164,8 @@ def report(res, out, total) -> str:
              f"{res.batch_size}, {res.num_steps} updates | {last['grad_evals']} gradient + "
              f"{last['hvp_evals']} HVP queries | "
              f"{'' if res.dtype == 'float64' else res.dtype + ' | '}run {last['seconds']:.2f}s "
-             f"(compile {res.compile_seconds:.2f}s, total {total:.2f}s)"]
+             f"(compile {res.compile_seconds:.2f}s"
+             + ("" if total is None else f", total {total:.2f}s") + ")"]
     if res.curvature:
         c = res.curvature
         where = ("in coordinates whitened by the Laplace start; target's "
@@ -175,7 +190,14 @@ def report(res, out, total) -> str:
                      f"({res.diverged['reason']}); result is the last finite state")
     if not res.converged:
         lines.append(out.get("verdict") or "NOT CONVERGED")
-    lines.append("posterior (Gaussian approximation; constrained marginals)"
-                 + ("; NOT CONVERGED, not to be trusted:" if not res.converged else ":"))
-    lines.append(format_table(out["summary"], ["mean", "sd", "q5", "q95"]))
+    if res.quality is not None:
+        q = res.quality
+        lines.append(f"{q['message']} [check {q['seconds']:.2f}s]")
+    lines.append("posterior (Gaussian approximation; constrained marginals"
+                 + ("; *_psis columns importance-corrected (PSIS)"
+                    if res.quality is not None and res.quality.get("corrected") else "")
+                 + ("); NOT CONVERGED, not to be trusted:" if not res.converged else "):"))
+    from .result import table_columns
+
+    lines.append(format_table(out["summary"], table_columns(out["summary"])))
     return "\n".join(lines)

@@ -27,7 +27,8 @@ from .runner import Runner
 def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int] = None,
         seed: int | Sequence[int] = 0, batch_size: Optional[int] = None,
         step_size: Optional[float] = None, init=None, progress: bool = False,
-        dtype: str = "float64", options: Optional[FitOptions] = None, **keywords) -> FitResult:
+        dtype: str = "float64", options: Optional[FitOptions] = None, quality: bool = True,
+        ensure: Optional[str] = None, **keywords) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
@@ -41,6 +42,13 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     without exact expectations the run happens in coordinates whitened by the start.
     `result.stopped["converged"]` is False when `num_steps` ended the run.
 
+    `quality=True` (default) then judges q as an answer (`vi.quality`, either mode, the run
+    unchanged): Pareto k-hat of the weights p~/q on 4000 draws of q per seed, the PSIS ESS and a
+    verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable > 0.7) in
+    `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary where
+    k <= 0.7. `ensure="adequate"`: when q is unreliable, run the exact sampler warm-started from the
+    fit and return its result (`result.fit` keeps this fit and both verdicts are reported).
+
     `options` (a `FitOptions`) sets any of these switches; each of its fields may also be given by
     keyword (`fit(t, tol=1e-5, restart=False)`), overriding `options`; other keywords are the
     method's own options (`Method.options`, e.g. `control=False` for ngvi). A name that is neither
@@ -52,6 +60,12 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     and the results stay float64 (docs/benchmarks/speed.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
+    if ensure not in (None, "adequate", "usable"):
+        raise ValueError(f"ensure must be None, 'adequate' or 'usable', got {ensure!r}")
+    if quality or ensure is not None:  # PSIS (vi.quality) needs ArviZ at the end: import it meanwhile
+        from .. import _prefetch
+
+        _prefetch.module("arviz")
     source = target
     auto_method = method is None
     method = method or DEFAULT_METHOD
@@ -106,10 +120,15 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                          prep.curvature)
     finally:
         bar.close()
-    return _finish(res, source, target, prep, wh, chosen, dtype)
+    res = _finish(res, source, target, prep, wh, chosen, dtype, quality or ensure is not None)
+    if ensure is not None:
+        from .escalate import escalate
+
+        return escalate(res, source, ensure, seed=seeds[0], progress=progress)
+    return res
 
 
-def _finish(res, source, target, prep, wh, chosen, dtype):
+def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
     """The run's result in the user's coordinates, with the improper-target verdict, the
     whitening and method-choice events, the dtype and the model's description."""
     if prep.improper is not None:
@@ -128,6 +147,11 @@ def _finish(res, source, target, prep, wh, chosen, dtype):
     from ..results.build import model_info
 
     res.model_info = model_info(source)
+    if quality:
+        from .quality import assess
+
+        res.quality, res.quality_weights = assess(source, res)
+        res.stopped = verdicts.with_quality(res.stopped, res.quality)
     return res
 
 

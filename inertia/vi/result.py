@@ -50,6 +50,8 @@ class FitResult:
     constrain: Optional[Callable] = dataclasses.field(default=None, repr=False)
     dtype: str = "float64"  # the float type the updates ran in (history and results: float64)
     model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
+    quality: Optional[dict] = None  # Pareto k-hat, PSIS ESS and verdict of q (vi.quality)
+    quality_weights: Optional[np.ndarray] = dataclasses.field(default=None, repr=False)
 
     @property
     def final_gap(self):
@@ -124,29 +126,63 @@ class FitResult:
             "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
             "converged": self.converged, "verdict": headline(self.stopped) or "converged",
+            "quality": self.quality,
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
         """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
-        models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`)."""
+        models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`), and
+        where q is not unreliable (Pareto k-hat <= 0.7) their PSIS-corrected twins mean_psis,
+        sd_psis, q5_psis, q95_psis (`vi.quality`, on the quality check's 4000 draws per seed)."""
         from ..results.build import fit_summary
+        from .quality import corrected_rows
 
         line = headline(self.stopped)
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
                           RuntimeWarning)
-        return fit_summary(self, num_draws, seed)
+        elif self.quality is not None and self.quality["verdict"] == "unreliable":
+            _warnings.warn(f"{self.method}: {self.quality['message']}", RuntimeWarning)
+        return corrected_rows(self, fit_summary(self, num_draws, seed))
 
     def table(self, **kw) -> str:
         """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
-        run did not converge."""
+        run did not converge, and by the approximation's quality (which columns are corrected)."""
         from ..posterior import format_table
 
-        line = headline(self.stopped)
         with warnings.catch_warnings():  # said in the table itself
             warnings.simplefilter("ignore", RuntimeWarning)
-            text = format_table(self.summary(**kw))
-        return text if line is None else f"{line}\n{text}"
+            rows = self.summary(**kw)
+        return "\n".join([*self.verdict_lines(), format_table(rows, table_columns(rows))])
+
+    def verdict_lines(self) -> list:
+        """NOT CONVERGED and its reason (when the optimiser did not converge), the approximation's
+        quality, and which columns are importance-corrected."""
+        line = headline(self.stopped)
+        out = [] if line is None else [line]
+        if self.quality is not None:
+            out.append(self.quality["message"])
+            if self.quality.get("corrected"):
+                out.append("columns *_psis: importance-corrected (PSIS) estimates; the others are "
+                           "the Gaussian's")
+        return out
+
+    def report(self) -> str:
+        """How the fit ran and ended: optimiser verdict, approximation quality, the table."""
+        from .cli import report
+
+        out = self.to_dict()
+        with warnings.catch_warnings():  # said in the report itself
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out["summary"] = self.summary()
+        return report(self, out, None)
+
+    def psis_draws(self, num_draws: Optional[int] = None, seed: int = 0) -> np.ndarray:
+        """(num_draws, d) draws of q resampled by their PSIS weights (unconstrained coordinates;
+        default as many as the quality check drew); refused when k-hat > 0.7."""
+        from .quality import resample
+
+        return resample(self, num_draws, seed)
 
     def to_arviz(self, num_draws: int = 4000, seed: int = 0, log_likelihood: bool = True):
         """InferenceData of `num_draws` draws of q per seed (chain = seed) pushed through the
@@ -154,7 +190,20 @@ class FitResult:
         for NumPyro models; q's mean and cov in the attributes (`inertia.results.build`)."""
         from ..results.build import fit_to_arviz
 
-        return fit_to_arviz(self, num_draws, seed, log_likelihood=log_likelihood)
+        obj = fit_to_arviz(self, num_draws, seed, log_likelihood=log_likelihood)
+        if self.quality is not None:  # k-hat, PSIS ESS, verdict; the corrected rows and table
+            import json
+
+            from ..results.idata import ATTR_PREFIX, _major, _jsonable, arviz
+
+            post = obj["posterior"] if _major(arviz()) >= 1 else obj.posterior
+            with warnings.catch_warnings():  # said in the table itself
+                warnings.simplefilter("ignore", RuntimeWarning)
+                rows = self.summary(num_draws, seed)
+            for key, value in (("quality", self.quality), ("summary", rows),
+                               ("table", self.table(num_draws=num_draws, seed=seed))):
+                post.attrs[ATTR_PREFIX + key] = json.dumps(value, default=_jsonable)
+        return obj
 
     def save(self, path, **kw):
         """Write the InferenceData, settings and verdict as netCDF (`inertia.load` reads it)."""
@@ -172,6 +221,14 @@ class FitResult:
         from ..results.api import fit_repr
 
         return fit_repr(self)
+
+
+def table_columns(rows) -> list:
+    """mean, sd, q5, q95 and, when the rows have them, their PSIS-corrected twins."""
+    cols = ["mean", "sd", "q5", "q95"]
+    if rows and "mean_psis" in rows[0]:
+        cols += ["mean_psis", "sd_psis", "q5_psis", "q95_psis"]
+    return cols
 
 
 def _num(v):

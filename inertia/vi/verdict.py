@@ -115,6 +115,18 @@ def budget_verdict(rec, rule, num_steps: int) -> dict:
     return out
 
 
+def with_quality(stopped: Optional[dict], quality: dict) -> dict:
+    """The verdict with the approximation's quality (`vi.quality`): its numbers (Pareto k-hat, PSIS
+    ESS) and, when q is unreliable (k-hat > 0.7), a problem; `converged` (the optimiser's) kept."""
+    out = dict(stopped or {})
+    out["quality"] = {k: quality[k] for k in ("verdict", "khat", "ess", "num_draws", "message")}
+    out["numbers"] = {**(out.get("numbers") or {}), "pareto_khat": quality["khat"],
+                      "psis_ess": quality["ess"]}
+    if quality["verdict"] == "unreliable":
+        out["problems"] = [*(out.get("problems") or []), quality["message"]]
+    return out
+
+
 def headline(stopped: Optional[dict]) -> Optional[str]:
     """The NOT CONVERGED line of the printed results, or None when the run converged."""
     if stopped is None:
@@ -126,4 +138,4 @@ def headline(stopped: Optional[dict]) -> Optional[str]:
 
 
 __all__ = ["not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
-           "improper_verdict", "budget_verdict", "headline", "PLATEAU_TOL"]
+           "improper_verdict", "budget_verdict", "with_quality", "headline", "PLATEAU_TOL"]
