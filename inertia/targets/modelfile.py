@@ -2,7 +2,8 @@
 
 Conventions (docs/guide.md): NAME is
 - a NumPyro model, called as `NAME(**columns)` with the CSV's columns as float arrays (keyword
-  arguments named after the columns; `NAME()` without data); or
+  arguments named after the columns; `NAME()` without data; JSON, .npz and Parquet entries keep
+  their integer or real kinds, `inertia.data.named`); or
 - a log density `NAME(params, data)` when the file also defines `NAME_init`, an example point
   (array or pytree), or a function of no arguments returning one, that fixes the parameters'
   shapes; `data` is the dict of columns (or None).
@@ -137,7 +138,9 @@ def target_from_file(spec: str, data=None) -> Target:
     if fn is None or not callable(fn):
         found = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
         raise TargetError(f"{path} defines no function {name!r}; callables there: {found}")
-    columns = {k: np.asarray(v, dtype=np.float64) for k, v in (data or {}).items()}
+    from ..data.named import check_arguments, model_data
+
+    columns = model_data(data)  # CSV columns float64; JSON / npz / Parquet as typed
     if hasattr(module, f"{name}_init"):
         from .base import cast_floats
 
@@ -152,6 +155,7 @@ def target_from_file(spec: str, data=None) -> Target:
         return from_logdensity(lambda p: fn(p, columns or None), example,
                                name=f"{path.name}:{name} [log density, {name}_init a {how}]",
                                recast=recast)
+    check_arguments(fn, name, data, path)  # a typed data file's names against NAME's
     _check_numpyro_call(fn, name, columns, path, module)
     from . import from_numpyro
 
