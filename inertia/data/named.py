@@ -213,7 +213,8 @@ def model_data(data) -> dict:
 # --- matching a model's arguments ----------------------------------------------------------
 
 def _near(name, names):
-    near = difflib.get_close_matches(name, names, n=1)
+    near = ([n for n in names if n.lower() == name.lower()]
+            or difflib.get_close_matches(name, names, n=1))
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 
