@@ -6,7 +6,9 @@ Conventions (docs/guide.md): NAME is
   their integer or real kinds, `inertia.data.named`); or
 - a log density `NAME(params, data)` when the file also defines `NAME_init`, an example point
   (array or pytree), or a function of no arguments returning one, that fixes the parameters'
-  shapes; `data` is the dict of columns (or None).
+  shapes; `data` is the dict of columns (or None); or
+- a PyMC model (`inertia.targets.pymc`): a `pm.Model`, or a function of the data's entries
+  returning one.
 """
 from __future__ import annotations
 
@@ -135,6 +137,11 @@ def target_from_file(spec: str, data=None) -> Target:
         raise TargetError(f"--model: no such file {path}")
     module = load_module(path)
     fn = getattr(module, name, None)
+    from .pymc import from_pymc, pymc_model_from_file
+
+    pm_model = pymc_model_from_file(module, name, fn, data, path)  # None unless PyMC
+    if pm_model is not None:
+        return from_pymc(pm_model, name=f"{path.name}:{name} [PyMC model]")
     if fn is None or not callable(fn):
         found = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
         raise TargetError(f"{path} defines no function {name!r}; callables there: {found}")
