@@ -217,4 +217,7 @@ def add_parser(subparsers):
     p.add_argument("--quiet", action="store_true",
                    help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
     p.set_defaults(func=_run)
+    from .._one_based import add_option
+
+    add_option(p)  # --one-based
     return p

@@ -82,6 +82,9 @@ def add_parser(sub):
     p.add_argument("--allow-unconverged", action="store_true",
                    help="exit 0 even when the fit ends NOT CONVERGED (default: exit status 3)")
     p.set_defaults(func=run)
+    from .._one_based import add_option
+
+    add_option(p)  # --one-based
     return p
 
 
