@@ -63,7 +63,10 @@ def arviz_stats(draws) -> dict:
         out["ess_bulk"] = az.ess(ds, method="bulk")["x"].values
         out["ess_tail"] = az.ess(ds, method="tail")["x"].values
         out["mcse_mean"] = az.mcse(ds, method="mean")["x"].values
-        out["mcse_sd"] = az.mcse(ds, method="sd")["x"].values
+        from ._arviz_numba import numba_off
+
+        with numba_off(az):  # ArviZ's Numba path fails here under NumPy 2.4
+            out["mcse_sd"] = az.mcse(ds, method="sd")["x"].values
     return {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in out.items()}
 
 

@@ -158,8 +158,9 @@ def add_parser(subparsers):
     p.add_argument("--kappa", type=float, default=100.0, help="gaussian-kappa: condition number")
     p.add_argument("--model-seed", type=int, default=0, help="gaussian-kappa: rotation seed")
     p.add_argument("--data", default=None,
-                   help="built-in data set name (e.g. wdbc) or a CSV path (GLM predictors, or the "
-                        "columns passed to a model file)")
+                   help="built-in data set name (e.g. wdbc), a CSV path (GLM predictors), or for a "
+                        "model file a data file of named arrays (.json in Stan's convention, "
+                        ".npz, .parquet, .csv)")
     p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
     p.add_argument("--drop-missing", action="store_true",
                    help="drop CSV rows with missing or non-finite cells (says how many); without "
@@ -211,4 +212,7 @@ def add_parser(subparsers):
     p.add_argument("--quiet", action="store_true",
                    help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
     p.set_defaults(func=_run)
+    from .._one_based import add_option
+
+    add_option(p)  # --one-based
     return p

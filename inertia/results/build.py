@@ -16,7 +16,7 @@ FIT_DRAWS = 4000  # draws of q per seed behind a fit's summary, table and Infere
 def model_info(target) -> dict:
     """What a result keeps of its target: NumPyro's constrain map, sites and model (when any)."""
     info = getattr(target, "info", None) or {}
-    return {k: info[k] for k in ("constrain", "sites", "numpyro") if k in info}
+    return {k: info[k] for k in ("constrain", "sites", "numpyro", "pymc") if k in info}
 
 
 def _info(res) -> dict:
@@ -104,7 +104,7 @@ def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood:
     groups = {"posterior": sites,
               "log_likelihood": _id.log_likelihood(sites, info) if log_likelihood else None,
               "observed_data": _id.observed_data(sites, info)}
-    return _id.from_groups(groups, attrs)
+    return _id.from_groups(groups, attrs, info)
 
 
 # ------------------------------------------------------------------ MCMC
@@ -177,7 +177,7 @@ def sample_to_arviz(res, log_likelihood: bool = True):
               "warmup_posterior": warm,
               "warmup_sample_stats": ({k: v[:, :start] for k, v in stats.items()}
                                       if warm is not None else None)}
-    return _id.from_groups(groups, attrs)
+    return _id.from_groups(groups, attrs, info)
 
 
 # ------------------------------------------------------------------ SG-MCMC

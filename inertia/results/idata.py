@@ -90,6 +90,8 @@ def latent_only(sites: Mapping, info: Mapping) -> dict:
 def log_likelihood(sites: Mapping, info: Mapping) -> Optional[dict]:
     """{observed site: pointwise log likelihood (chain, draw, ...)} through NumPyro's
     `log_likelihood`; None for targets that are not NumPyro models or have no observed site."""
+    if (info or {}).get("pymc") is not None:  # a PyMC model's own (inertia.targets.pymc)
+        return info["pymc"].log_likelihood(sites)
     spec = numpyro_model(info)
     if spec is None:
         return None
@@ -102,6 +104,8 @@ def log_likelihood(sites: Mapping, info: Mapping) -> Optional[dict]:
 
 def observed_data(sites: Mapping, info: Mapping) -> Optional[dict]:
     """{observed site: its value}: one trace of the model at the first draw."""
+    if (info or {}).get("pymc") is not None:
+        return info["pymc"].observed_data()
     spec = numpyro_model(info)
     if spec is None:
         return None
@@ -115,17 +119,20 @@ def observed_data(sites: Mapping, info: Mapping) -> Optional[dict]:
             if s["type"] == "sample" and s.get("is_observed")} or None
 
 
-def from_groups(groups: Mapping[str, Optional[Mapping]], attrs: Optional[Mapping] = None):
+def from_groups(groups: Mapping[str, Optional[Mapping]], attrs: Optional[Mapping] = None,
+                info: Optional[Mapping] = None):
     """An ArviZ object (InferenceData on 0.x, DataTree on 1.x) from {group: {var: array}}; the
-    inertia attributes (JSON text) on the posterior group."""
+    inertia attributes (JSON text) on the posterior group; a PyMC model's coords and dims."""
     az = arviz()
     groups = {g: {str(k): np.asarray(v) for k, v in d.items()} for g, d in groups.items() if d}
+    named = (info or {}).get("pymc")
+    dims = named.arviz_kwargs(groups) if named is not None else {}
     if _major(az) >= 1:
-        obj = az.from_dict(groups)
+        obj = az.from_dict(groups, **dims)
         post = obj["posterior"]
     else:
         warm = any(g.startswith("warmup_") for g in groups)
-        obj = az.from_dict(**groups, save_warmup=warm or None)
+        obj = az.from_dict(**groups, save_warmup=warm or None, **dims)
         post = obj.posterior
     if attrs:
         post.attrs.update({ATTR_PREFIX + k: json.dumps(v, default=_jsonable)

@@ -35,10 +35,17 @@ def from_numpyro(model, *args, **kwargs):
     return _from_numpyro(model, *args, **kwargs)
 
 
+def from_pymc(model, **kwargs):
+    """Target in the unconstrained space of a PyMC model (needs the optional pymc extra)."""
+    from .pymc import from_pymc as _from_pymc
+
+    return _from_pymc(model, **kwargs)
+
+
 __all__ = [
     "GaussianExpectations", "ObservationModel", "Target", "TargetError", "check_point",
-    "from_logdensity", "from_potential", "from_numpyro", "gaussian", "kappa_family", "glm_target",
-    "hermite_nodes", "logistic_regression", "probit_regression", "graph_probit",
+    "from_logdensity", "from_potential", "from_numpyro", "from_pymc", "gaussian", "kappa_family",
+    "glm_target", "hermite_nodes", "logistic_regression", "probit_regression", "graph_probit",
     "graph_probit_dataset", "graph_probit_reference", "hard_family", "hard_pair", "MODELS",
     "make_target",
 ]

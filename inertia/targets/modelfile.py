@@ -2,10 +2,13 @@
 
 Conventions (docs/guide.md): NAME is
 - a NumPyro model, called as `NAME(**columns)` with the CSV's columns as float arrays (keyword
-  arguments named after the columns; `NAME()` without data); or
+  arguments named after the columns; `NAME()` without data; JSON, .npz and Parquet entries keep
+  their integer or real kinds, `inertia.data.named`); or
 - a log density `NAME(params, data)` when the file also defines `NAME_init`, an example point
   (array or pytree), or a function of no arguments returning one, that fixes the parameters'
-  shapes; `data` is the dict of columns (or None).
+  shapes; `data` is the dict of columns (or None); or
+- a PyMC model (`inertia.targets.pymc`): a `pm.Model`, or a function of the data's entries
+  returning one.
 """
 from __future__ import annotations
 
@@ -223,10 +226,17 @@ def target_from_file(spec: str, data=None) -> Target:
         raise TargetError(f"--model: no such file {path}")
     module = load_module(path)
     fn = getattr(module, name, None)
+    from .pymc import from_pymc, pymc_model_from_file
+
+    pm_model = pymc_model_from_file(module, name, fn, data, path)  # None unless PyMC
+    if pm_model is not None:
+        return from_pymc(pm_model, name=f"{path.name}:{name} [PyMC model]")
     if fn is None or not callable(fn):
         found = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
         raise TargetError(f"{path} defines no function {name!r}; callables there: {found}")
-    columns = {k: np.asarray(v, dtype=np.float64) for k, v in (data or {}).items()}
+    from ..data.named import check_arguments, model_data
+
+    columns = model_data(data)  # CSV columns float64; JSON / npz / Parquet as typed
     if hasattr(module, f"{name}_init"):
         from .base import cast_floats
 
@@ -241,6 +251,7 @@ def target_from_file(spec: str, data=None) -> Target:
         return from_logdensity(lambda p: fn(p, columns or None), example,
                                name=f"{path.name}:{name} [log density, {name}_init a {how}]",
                                recast=recast)
+    check_arguments(fn, name, data, path)  # a typed data file's names against NAME's
     _check_numpyro_call(fn, name, columns, path, module)
     from . import from_numpyro
 

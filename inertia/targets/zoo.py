@@ -28,10 +28,10 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
     Coefficients are named `intercept` and the predictor columns.
     """
     if model.endswith(".py") or ".py:" in model:
-        from ..data.csv import read_columns
+        from ..data.named import read_named
         from .modelfile import target_from_file
 
-        return target_from_file(model, read_columns(data, drop_missing=drop_missing)
+        return target_from_file(model, read_named(data, drop_missing=drop_missing)
                                 if data else None)
     if model == "gaussian-kappa" and (data is not None or response is not None):
         raise TargetError("--data and --response apply to logistic, probit, graph-probit and "

@@ -37,7 +37,8 @@ def add_parser(sub):
     p.add_argument("--data", default=None,
                    help=f"built-in data set name ({', '.join(DATASETS)}; default wdbc, sonar "
                         "for graph-probit; pima and boston need $INERTIA_DATA_DIR or a "
-                        "download, docs/data.md) or a CSV path (columns passed to a model file)")
+                        "download, docs/data.md), a CSV path, or for a model file a data file of named "
+                        "arrays (.json in Stan's convention, .npz, .parquet, .csv)")
     p.add_argument("--response", default=None,
                    help="response column of a CSV --data (binary; no default)")
     p.add_argument("--drop-missing", action="store_true",
@@ -85,6 +86,9 @@ def add_parser(sub):
                    help="exit 0 even when the approximation quality is unreliable (Pareto k-hat > "
                         "0.7; default: exit status 4)")
     p.set_defaults(func=run)
+    from .._one_based import add_option
+
+    add_option(p)  # --one-based
     return p
 
 
