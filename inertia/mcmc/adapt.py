@@ -355,8 +355,8 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
                    target_accept=TARGET_ACCEPT, tune_step=True):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for)."""
-    from ..diagnostics import prefetch
-    from .sample import _start
+    from ..convergence import prefetch
+    from .start import start as _start
     from .warmup import fit_gaussian, whiten
 
     fit = fit_gaussian(target, precondition, seed=seed)

@@ -12,9 +12,11 @@ import numpy as np
 
 from .. import _warnings
 from .. import _compile
+from .. import convergence
 from .._random import check_seed
 from . import chains
 from .kernels import Method, Params, get_method
+from .start import start as _start
 
 
 @dataclasses.dataclass
@@ -55,8 +57,24 @@ class SampleResult:
     chains: Optional[dict] = None
 
     @property
+    def verdict(self):
+        """The run's `inertia.verdict.Verdict`: the diagnostics' problems (R-hat, ESS, non-finite
+        draws, the exact kernel's divergences and acceptance) and the numbers behind them."""
+        from ..verdict import Verdict
+
+        if self.diagnostics is None:
+            return Verdict(False, ("not diagnosed (too few draws after burn-in, or "
+                                   "diagnostics=False)",))
+        v = self.diagnostics.as_verdict()
+        if self.chains:
+            v = v.with_numbers(divergences=int(np.sum(self.chains["divergences"])),
+                               min_acceptance_rate=float(np.min(self.chains["acceptance_rate"])))
+        return v
+
+    @property
     def converged(self) -> bool:
-        return self.diagnostics is not None and self.diagnostics.converged
+        """`verdict.converged`."""
+        return self.verdict.converged
 
     @property
     def num_chains(self) -> int:
@@ -92,12 +110,9 @@ class SampleResult:
         return callable_array(self.moments()[1], lambda b=None: self.moments(b)[1], "cov")
 
     def ess(self, burn_in=None) -> np.ndarray:
-        """Effective sample size per coordinate (numpyro's multi-chain estimator)."""
-        try:
-            from numpyro.diagnostics import effective_sample_size
-        except ImportError as err:  # pragma: no cover - optional dependency
-            raise ImportError("ess() needs numpyro: pip install 'inertia[numpyro]'") from err
-        return np.asarray(effective_sample_size(self._kept(burn_in)))
+        """Bulk effective sample size per coordinate of the kept draws (ArviZ's rank-normalised
+        estimator, as the diagnostics)."""
+        return convergence.ess_bulk(self._kept(burn_in))
 
     def report(self, max_rows: Optional[int] = 40) -> str:
         """Human-readable account: parameters and how they were chosen, summary table, bias, verdict."""
@@ -220,21 +235,6 @@ def _chain_keys(num_chains: int):
     """seed -> (num_chains, 3, 2) keys: split(split(PRNGKey(seed), num_chains)[c], 3), one program."""
     return _compile.jit(lambda seed: jax.vmap(lambda k: jax.random.split(k, 3))(
         jax.random.split(jax.random.PRNGKey(seed), num_chains)))
-
-
-@functools.lru_cache(maxsize=32)
-def _init_fn(method, grad_fn):
-    # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
-    # less (one initialisation per run; the chains' steps stay vmapped)
-    if method.adjusted:
-        run = _fn_init(method)
-        return lambda qs, ks: run(qs, ks, grad_fn)
-    return _compile.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
-
-
-@functools.lru_cache(maxsize=16)
-def _fn_init(method):
-    return _compile.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
 
 
 def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:
@@ -402,19 +402,6 @@ def _advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=No
     return carry, np.concatenate(draws, axis=1), info
 
 
-def _start(m, grad_fn, q0, keys):
-    """Chain states at positions q0 (num_chains, d), with a clear error when the model is not finite."""
-    state = _init_fn(m, grad_fn)(q0, keys)  # host or device arrays: nothing compiled
-    bad = ~np.all(np.isfinite(np.asarray(state.grad)), axis=1) | \
-        ~np.all(np.isfinite(np.asarray(q0)), axis=1)
-    if bad.any():
-        c = int(np.argmax(bad))
-        raise FloatingPointError(f"{m.name}: the gradient of the potential is not finite at the "
-                                 f"initial position of chain {c}: the model is not finite there "
-                                 "(this is not a step-size problem; pass init= inside the support)")
-    return state
-
-
 def _params_of(d: dict) -> Params:
     return Params(float(d["step_size"]), float(d.get("gamma", 1.0)), float(d.get("alpha", 0.0)))
 
@@ -568,64 +555,53 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     burn = 0.0 if auto else 0.5
     run_fn = _model_fn(m, run_target) if run_fn is None else run_fn
 
-    from ..diagnostics import prefetch
-
-    prefetch()  # the diagnostics' ArviZ loads while the chains run (started in the warm-up if any)
+    convergence.prefetch()  # ArviZ loads while the chains run (started in the warm-up if any)
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
     block = max(1, min(goal, math.ceil(block / thinning)))
     bar.phase("sampling", total=goal * thinning)
+    # exact kernel: tail ESS and MCSE(sd) too, and an early ESS estimate is noisy: at most 4x
+    rule = convergence.StopRule(target_ess, cap=cap, block=block,
+                                max_growth=4.0 if m.adjusted else None, strict=m.adjusted)
 
     def show(n):
         bar.update(n * thinning)
 
-    chunks, infos, done, goal0, retries, discarded = [], [], 0, goal, 0, 0
-    while True:
-        carry, dr, inf = _advance(m, run_fn, carry, jparams, goal - done, thinning, block,
-                                  show if progress else None)
-        chunks.append(dr)
-        infos.append(inf)
-        done = goal
-        if np.asarray(carry[2]).any():
-            break
-        if m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos):
-            if auto and retries < MAX_RETRIES:  # warm up again at a higher target acceptance
-                from .adapt import readapt
+    discarded = 0
+    for retries in range(MAX_RETRIES + 1):
+        chunks, infos, run = [], [], {"carry": carry}
 
-                discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
-                params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
-                                        params, tuning)
-                jparams = Params(*(_compile.device(v, np.float64) for v in params))
-                carry = (state,) + tuple(carry[1:])
-                chunks, infos, done, goal, retries = [], [], 0, goal0, retries + 1
-                continue
-            break  # divergences make the verdict NOT CONVERGED however long the chains run
-        if target_ess is None or done >= cap:
-            break
-        x = _to_x(np.concatenate(chunks, axis=1), pre)
-        kept = x[:, int(round(burn * x.shape[1])):]
-        from ..diagnostics import arviz_stats
+        def advance(n):
+            run["carry"], dr, inf = _advance(m, run_fn, run["carry"], jparams, n, thinning, block,
+                                             show if progress else None)
+            chunks.append(dr)
+            infos.append(inf)
 
-        judged = summary_draws(target, kept, names)[0]  # as diagnose_result
-        st = arviz_stats(judged)
-        ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
-        if m.adjusted:  # tail ESS too (Vehtari et al. 2021), and the sds to half the relative
-            # MCSE of the means: MCSE(sd) <= sd / (2 sqrt(N)), 0.025 sd at N = 400
-            tail = st["ess_tail"]
-            ess = min(ess, float(np.nanmin(tail)) if np.isfinite(tail).any() else 0.0)
-            sd = judged.reshape(-1, judged.shape[-1]).std(axis=0)
-            rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
-            ess = ess / max(rel, 1.0) ** 2
-        one_chain = kept.shape[0] < 2  # R-hat needs two or more chains: the ESS rule alone
-        rhat = float("nan") if one_chain else float(np.nanmax(st["rhat"]))
-        bar.update(0, min_ess=round(ess), max_rhat=rhat)
-        if ess >= target_ess and (one_chain or rhat <= 1.01):
+        def diverging():
+            return m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos)
+
+        def judged():
+            x = _to_x(np.concatenate(chunks, axis=1), pre)
+            return summary_draws(target, x[:, int(round(burn * x.shape[1])):], names)[0]
+
+        done, why = convergence.run_until_converged(
+            advance, goal, rule, view=judged,
+            halt=lambda: bool(np.asarray(run["carry"][2]).any()) or diverging(),
+            on_judge=lambda j: bar.update(0, min_ess=round(j.ess), max_rhat=j.rhat),
+            on_extend=lambda g: bar.extend(g * thinning))
+        carry = run["carry"]
+        # divergences make the verdict NOT CONVERGED however long the chains run; after warm-up
+        # the exact kernel warms up again at a higher target acceptance (at most MAX_RETRIES)
+        if (why != "halted" or np.asarray(carry[2]).any() or not auto
+                or retries == MAX_RETRIES):
             break
-        want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
-        if m.adjusted:  # an early ESS estimate is noisy: at most 4x per extension
-            want = min(want, 4 * done)
-        goal = int(min(cap, block * math.ceil(want / block)))
-        bar.extend(goal * thinning)
+        from .adapt import readapt
+
+        discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
+        params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
+                                params, tuning)
+        jparams = Params(*(_compile.device(v, np.float64) for v in params))
+        carry = (state,) + tuple(carry[1:])
     bar.close()
     num_steps = done * thinning
     draws = _to_x(np.concatenate(chunks, axis=1), pre)
