@@ -15,7 +15,7 @@ from pathlib import Path
 
 def add_parser(sub):
     from .._names import DATASETS, VI_METHODS, VI_MODELS
-    from ..cli import Formatter, positive_float, positive_int
+    from .._cliargs import Formatter, positive_float, positive_int
 
     p = sub.add_parser(
         "fit", help="fit a Gaussian approximation (accelerated Gaussian VI)",
@@ -85,7 +85,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..cli import check_output_file
+    from .._cliargs import check_output_file
 
     for option, path in (("--json", args.json), ("--plot", args.plot),
                          ("--save", getattr(args, "save", None))):
@@ -128,19 +128,10 @@ def run(args) -> int:
 
         plot_fit(res, args.plot)
         print(f"wrote {args.plot}")
-    if not res.converged:
-        if getattr(args, "allow_unconverged", False):
-            print("warning: the fit has not converged (see above); exit status 0 because of "
-                  "--allow-unconverged", file=sys.stderr)
-            return 0
-        print("error: the fit has not converged (see above): the numbers are not to be trusted. "
-              "Raise --steps, check the model, or pass --allow-unconverged to exit with status 0",
-              file=sys.stderr)
-        return EXIT_UNCONVERGED
-    return 0
+    return res.verdict.exit(getattr(args, "allow_unconverged", False), "the fit has",
+                            "Raise --steps, check the model")
 
 
-EXIT_UNCONVERGED = 3  # as `inertia sample`
 
 
 def report(res, out, total) -> str:

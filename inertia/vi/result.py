@@ -10,7 +10,6 @@ import numpy as np
 
 from .. import _warnings
 from .._random import host_normal
-from .verdict import headline
 
 
 @dataclasses.dataclass
@@ -67,11 +66,16 @@ class FitResult:
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
 
     @property
-    def converged(self) -> Optional[bool]:
-        """The verdict of `stopped` (always set by `fit`; False after a divergence)."""
-        from ..results.build import fit_verdict
+    def verdict(self):
+        """The run's `inertia.verdict.Verdict`, from `stopped` (False after a divergence)."""
+        from .verdict import as_verdict
 
-        return fit_verdict(self)["converged"]
+        return as_verdict(self.stopped, self.diverged)
+
+    @property
+    def converged(self) -> bool:
+        """`verdict.converged`."""
+        return self.verdict.converged
 
     @property
     def multi_seed(self) -> bool:
@@ -121,7 +125,8 @@ class FitResult:
             "final_objective": self.final_objective, "bounds": self.bounds,
             "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
-            "converged": self.converged, "verdict": headline(self.stopped) or "converged",
+            "converged": self.converged, "verdict": self.verdict.line(),
+            "problems": list(self.verdict.problems),
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -129,7 +134,7 @@ class FitResult:
         models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`)."""
         from ..results.build import fit_summary
 
-        line = headline(self.stopped)
+        line = None if self.converged else self.verdict.line()
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
                           RuntimeWarning)
@@ -140,7 +145,7 @@ class FitResult:
         run did not converge."""
         from ..posterior import format_table
 
-        line = headline(self.stopped)
+        line = None if self.converged else self.verdict.line()
         with warnings.catch_warnings():  # said in the table itself
             warnings.simplefilter("ignore", RuntimeWarning)
             text = format_table(self.summary(**kw))
