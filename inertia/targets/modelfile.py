@@ -153,7 +153,7 @@ def target_from_file(spec: str, data=None) -> Target:
                                name=f"{path.name}:{name} [log density, {name}_init a {how}]",
                                recast=recast)
     _check_numpyro_call(fn, name, columns, path, module)
-    from . import from_numpyro
+    from .numpyro import from_numpyro
 
     try:
         return from_numpyro(fn, name=f"{path.name}:{name} [NumPyro model]", model_kwargs=columns)

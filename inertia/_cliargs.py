@@ -1,0 +1,77 @@
+"""Argument types and output checks shared by the command line's subcommands (no JAX)."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+class Formatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, unless its help already states it or there is none to show
+    (required options, flags, and None defaults whose help says what happens)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("default" in text or action.required or action.default is None
+                or action.default is False or action.default is argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+def number_type(convert, ok, expected: str, invalid: str, name: str):
+    """argparse type: `convert(text)`; "expected {expected}, got 'text'" when it does not parse,
+    `invalid` (formatted with v = the value, text = the input) when `ok(v)` is false."""
+    def parse(text: str):
+        try:
+            v = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(invalid.format(v=v, text=text))
+        return v
+
+    parse.__name__ = name
+    return parse
+
+
+positive_int = number_type(int, lambda v: v >= 1, "a whole number >= 1", "must be >= 1, got {v}",
+                           "positive_int")
+nonneg_int = number_type(int, lambda v: v >= 0, "a whole number >= 0", "must be >= 0, got {v}",
+                         "nonneg_int")
+positive_float = number_type(float, lambda v: 0 < v < float("inf"), "a number > 0",
+                             "must be a finite number > 0, got {text}", "positive_float")
+
+
+def check_output_file(path, option: str) -> None:
+    """Before a run: `path` can be written (parents created, not a folder); else ValueError."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{option} {path} is a folder; give a file name")
+    _check_folder(path.parent, option, f"the folder of {path}")
+
+
+def check_output_dir(path, option: str) -> None:
+    """Before a run: `path` is (or can be created as) a writable folder; else ValueError."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {path} is a file, not a folder; give a folder name")
+    _check_folder(path, option, str(path))
+
+
+def _check_folder(folder: Path, option: str, what: str) -> None:
+    import tempfile
+
+    folder = folder if str(folder) else Path(".")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except FileExistsError:
+        raise ValueError(f"{option}: cannot create {what}: a file is in the way") from None
+    except NotADirectoryError:
+        raise ValueError(f"{option}: cannot create {what}: part of the path is a file") from None
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write into {what} ({err.strerror or err})") from None
+
+
+__all__ = ["Formatter", "number_type", "positive_int", "nonneg_int", "positive_float",
+           "check_output_file", "check_output_dir"]
