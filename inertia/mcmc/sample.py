@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
@@ -455,6 +455,52 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     is not converged.
     """
     m = get_method(method) if isinstance(method, str) else method
+    seed, num_steps, target_ess = _check_args(
+        target, m, num_leapfrog=num_leapfrog, target_accept=target_accept, seed=seed,
+        num_steps=num_steps, target_ess=target_ess, on_divergence=on_divergence,
+        precondition=precondition, num_chains=num_chains, thinning=thinning, init=init)
+    names = parameter_names(target, names)
+    auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
+    split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
+    from ..progress import progress as progress_bar
+
+    bar = progress_bar(f"sample {m.name}", progress)
+    bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
+    w = _warm_up(target, m, auto, split3, num_chains=num_chains, step_size=step_size,
+                 gamma=gamma, alpha=alpha, num_leapfrog=num_leapfrog,
+                 target_accept=target_accept, precondition=precondition, bias_tol=bias_tol,
+                 init=init, seed=seed)
+    run = _sample_until_converged(target, m, w, split3, auto=auto, num_steps=num_steps,
+                                  thinning=thinning, target_ess=target_ess,
+                                  max_steps=max_steps, names=names, bar=bar, progress=progress)
+    bar.close()
+    _check_divergence(m, run, thinning, on_divergence)
+    res = _result(target, m, w, run, auto=auto, thinning=thinning, seed=seed, names=names)
+    if diagnostics:
+        res.diagnostics = _diagnose(target, m, w, res)
+    return res
+
+
+def _diagnose(target, m, w, res: SampleResult):
+    """The kept draws' diagnostics with the exact kernel's divergence and acceptance problems
+    (None with fewer than 4 kept draws); a warning when not converged."""
+    if res.draws.shape[1] - int(round(w.burn * res.draws.shape[1])) < 4:
+        return None
+    dg = diagnose_result(target, res)
+    if m.adjusted:
+        from .adapt import verdict_problems
+
+        dg.problems.extend(verdict_problems(res.chains, w.target_accept, w.tuning,
+                                            unconverged=bool(dg.problems)))
+    if not dg.converged:
+        _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+    return dg
+
+
+def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, target_ess,
+                on_divergence, precondition, num_chains, thinning, init) -> tuple:
+    """Clear errors for invalid arguments; (seed, num_steps, target_ess) with the defaults of a
+    run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
     if num_leapfrog is not None and "num_leapfrog" not in m.uses:
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
     if target_accept is not None and not (m.adjusted and 0.0 < target_accept < 1.0):
@@ -476,89 +522,132 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     if init is not None and np.shape(init) not in ((target.dim,), (num_chains, target.dim)):
         raise ValueError(f"init must have shape ({target.dim},) or (num_chains, {target.dim}) = "
                          f"({num_chains}, {target.dim}); got {np.shape(init)}")
-    names = parameter_names(target, names)
-    auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
-    split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
-    zeros = np.zeros(num_chains, dtype=np.int64)
-    tuning, bias, pre, warm_grads, total_warm = None, None, None, 0, 0
-    run_fn = None
-    from ..progress import progress as progress_bar
+    return seed, num_steps, target_ess
 
-    bar = progress_bar(f"sample {m.name}", progress)
-    bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
+
+class WarmUp(NamedTuple):
+    """What a warm-up hands the sampling run: the kernel's function of the target the chains run
+    on (whitened or not), their states and parameters, the preconditioner (mean, factor) or None,
+    the tuning report, the bias estimate, the compiled block length, warm-up gradients (per chain;
+    all chains), the burn-in fraction and the exact kernel's target acceptance."""
+
+    run_fn: object
+    state: object
+    params: Params
+    pre: Optional[tuple]
+    tuning: Optional[dict]
+    bias: Optional[dict]
+    block: int
+    warm_grads: int
+    total_warm: int
+    burn: float
+    target_accept: Optional[float]
+
+
+def _warm_up(target, m, auto, split3, *, num_chains, step_size, gamma, alpha, num_leapfrog,
+             target_accept, precondition, bias_tol, init, seed) -> WarmUp:
+    """The exact kernel's adaptation (`adapt`), the unadjusted schemes' tuning (`warmup`), or
+    the given parameters: chain states, parameters and the report."""
     if m.adjusted:
         from .adapt import TARGET_ACCEPT, run_adaptation
 
         tune_step = target_accept is None  # a given target acceptance keeps its step size
         target_accept = TARGET_ACCEPT if target_accept is None else float(target_accept)
-        if auto:
-            run_target, fit, params, state, run_fn, tuning = run_adaptation(
-                target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
-                seed=seed, target_accept=target_accept, tune_step=tune_step)
-            pre = (fit.mean, fit.factor)
-            total_warm = int(tuning["grad_evals"])
-            warm_grads = int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains))
-        else:
-            if step_size is None:
-                raise ValueError(f"{m.name}: pass step_size (gamma, alpha default to 0, "
-                                 "num_leapfrog to 1), or none of them for the automatic warm-up")
-            params = Params(float(step_size), float(gamma or 0.0), float(alpha or 0.0),
-                            float(1.0 if num_leapfrog is None else num_leapfrog))
-            msg = m.check(params, None)
-            if msg:
-                raise ValueError(f"{m.name}: {msg}")
-            run_target = target
-            run_fn = _model_fn(m, target)
-            q0 = _initial_positions(target, init, split3[:, 0])
-            state = _start(m, run_fn, q0, split3[:, 1])
-            total_warm = num_chains  # the initial gradients
-        block = 1000
-    elif auto:
-        if m.transition is None:
-            raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
-                             "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
-        from .warmup import BLOCK, run_warmup
+        if not auto:
+            return _given_exact(target, m, split3, num_chains, step_size, gamma, alpha,
+                                num_leapfrog, init, target_accept)
+        _, fit, params, state, run_fn, tuning = run_adaptation(
+            target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
+            seed=seed, target_accept=target_accept, tune_step=tune_step)
+        return WarmUp(run_fn, state, params, (fit.mean, fit.factor), tuning, None, 1000,
+                      int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains)),
+                      int(tuning["grad_evals"]), 0.0, target_accept)
+    if auto:
+        return _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed)
+    params = resolve_params(target, m, step_size, gamma, alpha)
+    check_stability(target, m, params)
+    q0 = _initial_positions(target, init, split3[:, 0])
+    state = _start(m, target.grad, q0, split3[:, 1])
+    return WarmUp(_model_fn(m, target), state, params, None, None,
+                  _gaussian_bias(target, m, params), 1000, 0, 0, 0.5, None)
 
-        def wrunner(wt, pd, start, key, steps):
-            p = Params(*(None if v is None else _compile.device(v, np.float64)
-                         for v in _params_of(pd)))
-            ks = jax.random.split(key, 2 * num_chains)
-            st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
-            c = (st, ks[num_chains:], zeros, zeros)
-            c, dr, _ = _advance(m, wt.grad, c, p, steps, 1, BLOCK)
-            return c[0], dr, np.asarray(c[2]) > 0
 
-        run_target, fit, tuned, state, tuning = run_warmup(
-            target, m, num_chains, split3[0, 0], precondition=precondition, bias_tol=bias_tol,
-            init=init, runner=wrunner, seed=seed)
-        params = _params_of(tuned)
-        pre = (fit.mean, fit.factor)
-        warm_grads = int(tuning["grad_evals"])
-        chain_warm = warm_grads - int(tuning["fit"]["grad_evals"]) - 2 * int(tuning["hvp_evals"])
-        total_warm = warm_grads - chain_warm + num_chains * chain_warm
-        block = BLOCK
-        chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
-        bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
-                "mean_exact_gaussian": 0.0, "warmup_bias_mean": chk.get("rms_bias_mean"),
-                "warmup_bias_sd": chk.get("rms_bias_sd"), "warmup_p_mean": chk.get("p_mean"),
-                "warmup_p_sd": chk.get("p_sd")}
-    else:
-        params = resolve_params(target, m, step_size, gamma, alpha)
-        check_stability(target, m, params)
-        run_target = target
-        q0 = _initial_positions(target, init, split3[:, 0])
-        state = _start(m, target.grad, q0, split3[:, 1])
-        block = 1000
-        bias = _gaussian_bias(target, m, params)
-    carry = (state, split3[:, 2], zeros, zeros)
+def _given_exact(target, m, split3, num_chains, step_size, gamma, alpha, num_leapfrog, init,
+                 target_accept) -> WarmUp:
+    """The exact kernel at given parameters (gamma, alpha default to 0, num_leapfrog to 1)."""
+    if step_size is None:
+        raise ValueError(f"{m.name}: pass step_size (gamma, alpha default to 0, "
+                         "num_leapfrog to 1), or none of them for the automatic warm-up")
+    params = Params(float(step_size), float(gamma or 0.0), float(alpha or 0.0),
+                    float(1.0 if num_leapfrog is None else num_leapfrog))
+    msg = m.check(params, None)
+    if msg:
+        raise ValueError(f"{m.name}: {msg}")
+    run_fn = _model_fn(m, target)
+    q0 = _initial_positions(target, init, split3[:, 0])
+    state = _start(m, run_fn, q0, split3[:, 1])
+    return WarmUp(run_fn, state, params, None, None, None, 1000, 0, num_chains, 0.5,
+                  target_accept)  # total_warm: the initial gradients
+
+
+def _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed) -> WarmUp:
+    """The unadjusted schemes' warm-up (`warmup.run_warmup`): preconditioner, (h, gamma, alpha)
+    tuned on the whitened curvature, h vs h/2 bias checks run with this module's chains."""
+    if m.transition is None:
+        raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
+                         "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
+    from .warmup import BLOCK, run_warmup
+
+    zeros = np.zeros(num_chains, dtype=np.int64)
+
+    def wrunner(wt, pd, start, key, steps):
+        p = Params(*(None if v is None else _compile.device(v, np.float64)
+                     for v in _params_of(pd)))
+        ks = jax.random.split(key, 2 * num_chains)
+        st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
+        c = (st, ks[num_chains:], zeros, zeros)
+        c, dr, _ = _advance(m, wt.grad, c, p, steps, 1, BLOCK)
+        return c[0], dr, np.asarray(c[2]) > 0
+
+    run_target, fit, tuned, state, tuning = run_warmup(
+        target, m, num_chains, split3[0, 0], precondition=precondition, bias_tol=bias_tol,
+        init=init, runner=wrunner, seed=seed)
+    warm_grads = int(tuning["grad_evals"])
+    chain_warm = warm_grads - int(tuning["fit"]["grad_evals"]) - 2 * int(tuning["hvp_evals"])
+    chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
+    bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
+            "mean_exact_gaussian": 0.0, "warmup_bias_mean": chk.get("rms_bias_mean"),
+            "warmup_bias_sd": chk.get("rms_bias_sd"), "warmup_p_mean": chk.get("p_mean"),
+            "warmup_p_sd": chk.get("p_sd")}
+    return WarmUp(_model_fn(m, run_target), state, _params_of(tuned), (fit.mean, fit.factor),
+                  tuning, bias, BLOCK, warm_grads,
+                  warm_grads - chain_warm + num_chains * chain_warm, 0.0, None)
+
+
+class Run(NamedTuple):
+    """The sampling run: final chains (state, keys, diverged_at, count), draws and per-step info
+    of its last attempt, kept draws run, parameters, and gradients of attempts discarded."""
+
+    carry: tuple
+    chunks: list
+    infos: list
+    done: int
+    params: Params
+    discarded: int
+
+
+def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, thinning,
+                            target_ess, max_steps, names, bar, progress) -> Run:
+    """`convergence.run_until_converged` over compiled blocks; after warm-up divergences the exact
+    kernel warms up again at a higher target acceptance (at most MAX_RETRIES)."""
+    zeros = np.zeros(split3.shape[0], dtype=np.int64)
+    carry = (w.state, split3[:, 2], zeros, zeros)
+    params = w.params
     jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
-    burn = 0.0 if auto else 0.5
-    run_fn = _model_fn(m, run_target) if run_fn is None else run_fn
-
     convergence.prefetch()  # ArviZ loads while the chains run (started in the warm-up if any)
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
-    block = max(1, min(goal, math.ceil(block / thinning)))
+    block = max(1, min(goal, math.ceil(w.block / thinning)))
     bar.phase("sampling", total=goal * thinning)
     # exact kernel: tail ESS and MCSE(sd) too, and an early ESS estimate is noisy: at most 4x
     rule = convergence.StopRule(target_ess, cap=cap, block=block,
@@ -572,8 +661,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         chunks, infos, run = [], [], {"carry": carry}
 
         def advance(n):
-            run["carry"], dr, inf = _advance(m, run_fn, run["carry"], jparams, n, thinning, block,
-                                             show if progress else None)
+            run["carry"], dr, inf = _advance(m, w.run_fn, run["carry"], jparams, n, thinning,
+                                             block, show if progress else None)
             chunks.append(dr)
             infos.append(inf)
 
@@ -581,8 +670,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
             return m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos)
 
         def judged():
-            x = _to_x(np.concatenate(chunks, axis=1), pre)
-            return summary_draws(target, x[:, int(round(burn * x.shape[1])):], names)[0]
+            x = _to_x(np.concatenate(chunks, axis=1), w.pre)
+            return summary_draws(target, x[:, int(round(w.burn * x.shape[1])):], names)[0]
 
         done, why = convergence.run_until_converged(
             advance, goal, rule, view=judged,
@@ -590,70 +679,71 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
             on_judge=lambda j: bar.update(0, min_ess=round(j.ess), max_rhat=j.rhat),
             on_extend=lambda g: bar.extend(g * thinning))
         carry = run["carry"]
-        # divergences make the verdict NOT CONVERGED however long the chains run; after warm-up
-        # the exact kernel warms up again at a higher target acceptance (at most MAX_RETRIES)
+        # divergences make the verdict NOT CONVERGED however long the chains run
         if (why != "halted" or np.asarray(carry[2]).any() or not auto
                 or retries == MAX_RETRIES):
             break
         from .adapt import readapt
 
         discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
-        params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
-                                params, tuning)
+        params, state = readapt(m, w.run_fn, carry[0],
+                                jax.random.fold_in(split3[0, 1], retries), params, w.tuning)
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
-    bar.close()
-    num_steps = done * thinning
-    draws = _to_x(np.concatenate(chunks, axis=1), pre)
-    info = {k: np.concatenate([i[k] for i in infos], axis=1) for k in infos[0]}
-    diverged = np.asarray(carry[2])
-    if diverged.any():
-        c = int(np.argmax(diverged > 0))
-        msg = (f"{m.name}: chain {c} diverged at step {int(diverged[c])} of {num_steps} (non-finite "
-               f"position or gradient; {int((diverged > 0).sum())} of {num_chains} chains): the "
-               f"step is too large for the curvature met there (now h = {params.step_size:g}"
-               + (f", alpha = {params.alpha:g}" if "alpha" in m.uses else "")
-               + "), or the model is not finite in a region the chain entered")
-        if on_divergence == "raise":
-            raise FloatingPointError(msg)
-        _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
+    return Run(carry, chunks, infos, done, params, discarded)
+
+
+def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
+    """A chain's non-finite position or gradient: FloatingPointError ("raise") or a warning."""
+    diverged = np.asarray(run.carry[2])
+    if not diverged.any():
+        return
+    p, num_chains = run.params, diverged.shape[0]
+    c = int(np.argmax(diverged > 0))
+    msg = (f"{m.name}: chain {c} diverged at step {int(diverged[c])} of {run.done * thinning} "
+           f"(non-finite position or gradient; {int((diverged > 0).sum())} of {num_chains} "
+           f"chains): the step is too large for the curvature met there (now h = "
+           f"{p.step_size:g}" + (f", alpha = {p.alpha:g}" if "alpha" in m.uses else "")
+           + "), or the model is not finite in a region the chain entered")
+    if on_divergence == "raise":
+        raise FloatingPointError(msg)
+    _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
+
+
+def _result(target, m, w: WarmUp, run: Run, *, auto, thinning, seed, names) -> SampleResult:
+    """The SampleResult of a run: draws in the target's coordinates, per-step info, gradients
+    counted once (per chain, warm-up, in all)."""
+    num_chains = run.carry[2].shape[0]
+    num_steps = run.done * thinning
+    info = {k: np.concatenate([i[k] for i in run.infos], axis=1) for k in run.infos[0]}
+    warm_grads, total_warm = w.warm_grads, w.total_warm
     if m.adjusted:
         from .adapt import chain_summary
 
-        chains = chain_summary(info, int(round(burn * info["num_grads"].shape[1])))
+        chains = chain_summary(info, int(round(w.burn * info["num_grads"].shape[1])))
         per_chain = np.asarray(chains["grad_evals"])
         grad_evals = int(round(float(np.mean(per_chain)))) + (0 if auto else 1)
-        total = total_warm + int(per_chain.sum()) + discarded
+        total = total_warm + int(per_chain.sum()) + run.discarded
         if auto:
-            total_warm = int(tuning["grad_evals"]) + discarded
-            warm_grads = int(tuning["fit"]["grad_evals"] + round(
-                (tuning["chain_grad_evals"] + discarded) / num_chains))
+            total_warm = int(w.tuning["grad_evals"]) + run.discarded
+            warm_grads = int(w.tuning["fit"]["grad_evals"] + round(
+                (w.tuning["chain_grad_evals"] + run.discarded) / num_chains))
             total = total_warm + int(per_chain.sum())
     else:
         chains = None
         grad_evals = 1 + m.grads_per_step * int(num_steps)
         total = (total_warm if auto else 0) + num_chains * grad_evals
-    res = SampleResult(
-        draws=draws, info=info, method=m.name,
-        params={k: v for k, v in params._asdict().items() if k in m.uses},
-        num_steps=int(num_steps), thinning=int(thinning),
-        grad_evals=grad_evals, seed=int(seed), diverged_at=diverged,
-        final_state=jax.tree_util.tree_map(np.asarray, carry[0]), tuning=tuning, bias=bias,
-        names=names, warmup_grad_evals=warm_grads, burn_in_default=burn, preconditioner=pre,
-        total_grad_evals=int(total), chains=chains)
     from ..results.build import model_info
 
-    res.model_info = model_info(target)
-    if diagnostics and res.draws.shape[1] - int(round(burn * res.draws.shape[1])) >= 4:
-        res.diagnostics = diagnose_result(target, res)
-        if m.adjusted:
-            from .adapt import verdict_problems
-
-            res.diagnostics.problems.extend(verdict_problems(
-                chains, target_accept, tuning, unconverged=bool(res.diagnostics.problems)))
-        if not res.diagnostics.converged:
-            _warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning)
-    return res
+    return SampleResult(
+        draws=_to_x(np.concatenate(run.chunks, axis=1), w.pre), info=info, method=m.name,
+        params={k: v for k, v in run.params._asdict().items() if k in m.uses},
+        num_steps=int(num_steps), thinning=int(thinning),
+        grad_evals=grad_evals, seed=int(seed), diverged_at=np.asarray(run.carry[2]),
+        final_state=jax.tree_util.tree_map(np.asarray, run.carry[0]), tuning=w.tuning,
+        bias=w.bias, names=names, warmup_grad_evals=warm_grads, burn_in_default=w.burn,
+        preconditioner=w.pre, total_grad_evals=int(total), chains=chains,
+        model_info=model_info(target))
 
 
 def diagnose_result(target, res: SampleResult):

@@ -208,6 +208,107 @@ def _sharded(lm, devices, chunk):
                          params=lm.link.params, intercept=lm.intercept, chunk=chunk)
 
 
+def _check_args(m, *, num_steps, target_ess, thin, num_chains, momentum, temperature,
+                batch_size, subsample) -> None:
+    """Clear errors for invalid arguments of `calibrate`."""
+    if num_steps is not None and num_steps < 2:
+        raise ValueError("num_steps must be at least 2")
+    if target_ess is not None and not target_ess > 0:
+        raise ValueError(f"target_ess must be positive; got {target_ess!r}")
+    if thin is not None and (int(thin) != thin or thin < 1):
+        raise ValueError(f"thin must be a whole number >= 1; got {thin}")
+    if int(num_chains) != num_chains or num_chains < 1:
+        raise ValueError(f"num_chains must be a whole number >= 1; got {num_chains}")
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be in [0, 1) (1 means no friction: the iterates never "
+                         f"settle); got {momentum}")
+    if not (float(temperature) > 0):
+        raise ValueError(f"temperature (the inverse temperature beta) must be > 0 (inf for SGD); "
+                         f"got {temperature}")
+    if int(batch_size) != batch_size or not 1 <= batch_size <= m.num_obs:
+        raise ValueError(f"batch_size must be a whole number in [1, N = {m.num_obs}]; "
+                         f"got {batch_size}")
+    if subsample is not None and not 1 <= subsample:
+        raise ValueError(f"subsample must be >= 1; got {subsample}")
+
+
+def _curvature(m, lm, *, devices, chunk, subsample, seed, quad_rows, t0) -> tuple:
+    """Offline stage (theta_hat, J, I, Sigma*) after checking theta_hat exists: chunked passes for
+    a LargeGLM (sharded over `devices`), else in memory; (curvature, sharded rows or None, the
+    time its clock starts)."""
+    sharded = None
+    if lm is not None:
+        from .large import check_estimate_exists_large, offline_large
+
+        if devices is not None:
+            sharded = _sharded(lm, devices, chunk)
+        check_estimate_exists_large(lm, sharded, seed=seed)
+        return offline_large(lm, subsample=subsample, seed=seed, quad_rows=quad_rows,
+                             passes=sharded, chunk=chunk), sharded, t0
+    check_estimate_exists(m)
+    t0 = time.perf_counter()
+    return offline(m, subsample=subsample, seed=seed), sharded, t0
+
+
+def _starts(curv, st, init: str, num_chains: int, key) -> np.ndarray:
+    """Chain starts (chain, dim): theta_hat + N(0, predicted Sigma) ("stationary") or theta_hat."""
+    starts = np.tile(curv.theta_hat, (num_chains, 1))
+    if init == "stationary":
+        z = np.asarray(jax.random.normal(key, starts.shape))
+        return starts + z @ np.linalg.cholesky(st.cov).T
+    if init != "map":
+        raise ValueError("init must be 'stationary' or 'map'")
+    return starts
+
+
+def _run_chains(m, lm, sharded, Lambda, tau, starts, key, *, fixed, num_steps, burn_in, thin,
+                target_ess, max_steps, num_chains, batch_size, temperature, replacement,
+                momentum) -> tuple:
+    """SG(L)D draws (chain, draw, dim): exactly num_steps in one compiled program (in memory,
+    fixed), or blocks until `stream.run_to_ess` stops; (draws, burn_in, thin, steps run)."""
+    from . import stream
+
+    motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
+                  momentum=momentum)
+    if fixed and lm is None:
+        thin = 1 if thin is None else int(thin)
+        if burn_in is None:
+            burn_in = min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
+        num_draws = (num_steps - burn_in) // thin
+        if num_draws < 2:
+            raise ValueError("too few draws after burn-in; increase num_steps or lower "
+                             "burn_in/thin")
+        run = kernels.make_sampler(m, num_draws=num_draws, thin=thin, burn_in=burn_in, **motion)
+        return np.asarray(run(key, Lambda, starts)), burn_in, thin, num_steps
+    tau_max = max(tau.worst, float(np.max(tau.per_coord)))
+    if thin is None:
+        thin = 1 if fixed else max(1, int(tau_max // 8))
+    if burn_in is None:
+        burn_in = (min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
+                   if fixed else int(math.ceil(3 * tau.worst)))
+    if num_steps is not None:
+        first = num_steps - burn_in if fixed else num_steps
+    else:
+        first = int(math.ceil(1.2 * target_ess * tau_max / num_chains))
+    num_draws = max(first // thin, 4)
+    if fixed and first // thin < 2:
+        raise ValueError("too few draws after burn-in; increase num_steps or lower "
+                         "burn_in/thin")
+    max_draws = (None if max_steps is None else max(num_draws, int(max_steps) // thin))
+    if max_draws is None and not fixed:
+        max_draws = 10 * num_draws
+    if sharded is not None:
+        runner = stream.DeviceRunner(lm, sharded, Lambda=Lambda, **motion)
+    elif lm is not None:
+        runner = stream.SourceRunner(lm, Lambda=Lambda, **motion)
+    else:
+        runner = stream.ModelRunner(m, Lambda=Lambda, **motion)
+    draws, kept = stream.run_to_ess(runner, key, starts, burn_in=burn_in, num_draws=num_draws,
+                                    thin=thin, target_ess=None if fixed else target_ess,
+                                    max_draws=max_draws)
+    return draws, burn_in, thin, burn_in + kept * thin
+
+
 @blas_limited
 def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
               num_steps: Optional[int] = None, seed: int = 0, temperature=math.inf,
@@ -242,8 +343,6 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     from .._random import check_seed
 
     seed = check_seed(seed)
-    from . import stream
-
     kw = dict(model_kw)
     lm = _resolve_large(model, data, kw, large if devices is None else True, chunk)
     if lm is None and devices is not None:
@@ -262,97 +361,25 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
                     engine="chunked" if lm is not None else "in-memory",
                     devices=None if devices is None else len(
                         jax.devices() if devices == "all" else list(devices)))
-    if num_steps is not None and num_steps < 2:
-        raise ValueError("num_steps must be at least 2")
-    if target_ess is not None and not target_ess > 0:
-        raise ValueError(f"target_ess must be positive; got {target_ess!r}")
-    if thin is not None and (int(thin) != thin or thin < 1):
-        raise ValueError(f"thin must be a whole number >= 1; got {thin}")
-    if int(num_chains) != num_chains or num_chains < 1:
-        raise ValueError(f"num_chains must be a whole number >= 1; got {num_chains}")
-    if not 0 <= momentum < 1:
-        raise ValueError(f"momentum must be in [0, 1) (1 means no friction: the iterates never "
-                         f"settle); got {momentum}")
-    if not (float(temperature) > 0):
-        raise ValueError(f"temperature (the inverse temperature beta) must be > 0 (inf for SGD); "
-                         f"got {temperature}")
-    if int(batch_size) != batch_size or not 1 <= batch_size <= m.num_obs:
-        raise ValueError(f"batch_size must be a whole number in [1, N = {m.num_obs}]; "
-                         f"got {batch_size}")
-    if subsample is not None and not 1 <= subsample:
-        raise ValueError(f"subsample must be >= 1; got {subsample}")
+    _check_args(m, num_steps=num_steps, target_ess=target_ess, thin=thin, num_chains=num_chains,
+                momentum=momentum, temperature=temperature, batch_size=batch_size,
+                subsample=subsample)
     t0 = time.perf_counter()
-    sharded = None
-    if lm is not None:
-        from .large import check_estimate_exists_large, offline_large
-
-        if devices is not None:
-            sharded = _sharded(lm, devices, chunk)
-        check_estimate_exists_large(lm, sharded, seed=seed)
-        curv = offline_large(lm, subsample=subsample, seed=seed, quad_rows=quad_rows,
-                             passes=sharded, chunk=chunk)
-    else:
-        check_estimate_exists(m)
-        t0 = time.perf_counter()
-        curv = offline(m, subsample=subsample, seed=seed)
+    curv, sharded, t0 = _curvature(m, lm, devices=devices, chunk=chunk, subsample=subsample,
+                                   seed=seed, quad_rows=quad_rows, t0=t0)
     t1 = time.perf_counter()
-    tun = tune(curv, method=tuning, batch_size=batch_size, temperature=temperature,
-               replacement=replacement, momentum=momentum)
-    st = stationary(curv, tun.Lambda, batch_size=batch_size, temperature=temperature,
-                    replacement=replacement, momentum=momentum)
+    motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
+                  momentum=momentum)
+    tun = tune(curv, method=tuning, **motion)
+    st = stationary(curv, tun.Lambda, **motion)
     tau = iat(st)
     t2 = time.perf_counter()
-    key = jax.random.key(seed)
-    k_init, k_run = jax.random.split(key)
-    starts = np.tile(curv.theta_hat, (num_chains, 1))
-    if init == "stationary":
-        z = np.asarray(jax.random.normal(k_init, starts.shape))
-        starts = starts + z @ np.linalg.cholesky(st.cov).T
-    elif init != "map":
-        raise ValueError("init must be 'stationary' or 'map'")
-    if fixed and lm is None:
-        thin = 1 if thin is None else int(thin)
-        if burn_in is None:
-            burn_in = min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
-        num_draws = (num_steps - burn_in) // thin
-        if num_draws < 2:
-            raise ValueError("too few draws after burn-in; increase num_steps or lower "
-                             "burn_in/thin")
-        run = kernels.make_sampler(m, batch_size=batch_size, num_draws=num_draws,
-                                   replacement=replacement, thin=thin, burn_in=burn_in,
-                                   temperature=temperature, momentum=momentum)
-        draws = np.asarray(run(k_run, tun.Lambda, starts))
-    else:
-        tau_max = max(tau.worst, float(np.max(tau.per_coord)))
-        if thin is None:
-            thin = 1 if fixed else max(1, int(tau_max // 8))
-        if burn_in is None:
-            burn_in = (min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
-                       if fixed else int(math.ceil(3 * tau.worst)))
-        if num_steps is not None:
-            first = num_steps - burn_in if fixed else num_steps
-        else:
-            first = int(math.ceil(1.2 * target_ess * tau_max / num_chains))
-        num_draws = max(first // thin, 4)
-        if fixed and first // thin < 2:
-            raise ValueError("too few draws after burn-in; increase num_steps or lower "
-                             "burn_in/thin")
-        max_draws = (None if max_steps is None else max(num_draws, int(max_steps) // thin))
-        if max_draws is None and not fixed:
-            max_draws = 10 * num_draws
-        rkw = dict(Lambda=tun.Lambda, batch_size=batch_size, replacement=replacement,
-                   temperature=temperature, momentum=momentum)
-        if sharded is not None:
-            runner = stream.DeviceRunner(lm, sharded, **rkw)
-        elif lm is not None:
-            runner = stream.SourceRunner(lm, **rkw)
-        else:
-            runner = stream.ModelRunner(m, **rkw)
-        draws, kept = stream.run_to_ess(runner, k_run, starts, burn_in=burn_in,
-                                        num_draws=num_draws, thin=thin,
-                                        target_ess=None if fixed else target_ess,
-                                        max_draws=max_draws)
-        num_steps = burn_in + kept * thin
+    k_init, k_run = jax.random.split(jax.random.key(seed))
+    starts = _starts(curv, st, init, num_chains, k_init)
+    draws, burn_in, thin, num_steps = _run_chains(
+        m, lm, sharded, tun.Lambda, tau, starts, k_run, fixed=fixed, num_steps=num_steps,
+        burn_in=burn_in, thin=thin, target_ess=target_ess, max_steps=max_steps,
+        num_chains=num_chains, **motion)
     settings.update(burn_in=int(burn_in), thin=int(thin), num_steps=int(num_steps))
     t3 = time.perf_counter()
     if not np.all(np.isfinite(draws)):
