@@ -12,6 +12,7 @@ from .. import _compile
 
 @functools.lru_cache(maxsize=32)
 def init_fn(method, grad_fn):
+    """jit of the kernel's init over chains: (positions, keys) -> states."""
     # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
     # less (one initialisation per run; the chains' steps stay vmapped)
     if method.adjusted:
@@ -22,6 +23,7 @@ def init_fn(method, grad_fn):
 
 @functools.lru_cache(maxsize=16)
 def _fn_init(method):
+    """`init_fn` of an adjusted kernel, its (V, grad V) function a pytree argument."""
     return _compile.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
 
 
