@@ -27,7 +27,6 @@ import os
 import weakref
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from . import _hoist
@@ -96,12 +95,7 @@ def options(hot: bool = False, optimized: bool = False) -> dict | None:
 def gradient_flops(target) -> float:
     """Flops of one value-and-gradient evaluation of the target's potential (HLO cost analysis of
     its lowered program; the lowering is reused when that program is compiled later)."""
-    from inertia.targets.base import jitted
-
-    x = jax.ShapeDtypeStruct((target.dim,), jax.dtypes.canonicalize_dtype(jnp.float64))
-    cost = jitted(target, "value_and_grad").lower(x).cost_analysis()
-    cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    return float((cost or {}).get("flops", 0.0))
+    return float(target.gradient_flops())
 
 
 def work(target) -> float:

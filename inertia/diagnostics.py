@@ -1,82 +1,20 @@
 """Convergence diagnostics of draws shaped (chain, draw, dim), shared by `inertia.mcmc` and `inertia.sgmcmc`.
 
 Rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo standard errors of the mean and
-sd come from ArviZ (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021); nothing here re-implements
-them. A run is called converged when every parameter has R-hat <= 1.01 and bulk ESS >= 100 (the
-thresholds of that paper) and no draw has a non-finite position, potential or gradient.
+sd come from ArviZ through `inertia.convergence` (Vehtari, Gelman, Simpson, Carpenter & Buerkner
+2021); nothing here re-implements them. A run is called converged when every parameter has
+R-hat <= 1.01 and bulk ESS >= 100 (the thresholds of that paper) and no draw has a non-finite position, potential or gradient.
 """
 from __future__ import annotations
 
 import dataclasses
-import sys
-import threading
 import warnings
 from typing import Optional, Sequence
 
 import numpy as np
 
-from . import _prefetch
-
-RHAT_MAX = 1.01
-ESS_MIN = 100.0
-ONE_CHAIN = "R-hat needs two or more chains (one chain is judged by ESS alone)"
-
-
-_IMPORT_LOCK = threading.Lock()  # one thread at a time saves and restores the warning filters
-
-
-def _arviz():
-    with _IMPORT_LOCK, warnings.catch_warnings():  # ArviZ 0.2x announces its refactor on import
-        warnings.simplefilter("ignore", FutureWarning)
-        try:
-            import arviz
-        except ImportError as err:  # pragma: no cover - arviz is a core dependency
-            raise ImportError("diagnostics need arviz: pip install arviz") from err
-    return arviz
-
-
-def prefetch() -> None:
-    """In the `inertia` command's process, start importing ArviZ in a background thread where a
-    second core is free, so that it is loaded when a run's chains finish (see inertia._prefetch)."""
-    if "arviz" not in sys.modules:
-        _prefetch.module("arviz")
-
-
-def quiet_arviz_notice() -> None:
-    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide: for the
-    `inertia` command's own process only (a background import cannot scope it)."""
-    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
-                            category=FutureWarning, module="arviz")
-
-
-def arviz_stats(draws) -> dict:
-    """ArviZ's rank-normalised R-hat, bulk/tail ESS and MCSE of mean and sd per coordinate."""
-    az = _arviz()
-    x = np.asarray(draws, dtype=np.float64)
-    ds = az.convert_to_dataset({"x": x})
-    out = {}
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        # R-hat compares chains: with one chain it is NaN (see ONE_CHAIN)
-        out["rhat"] = (az.rhat(ds, method="rank")["x"].values if x.shape[0] >= 2
-                       else np.full(x.shape[2:], np.nan))
-        out["ess_bulk"] = az.ess(ds, method="bulk")["x"].values
-        out["ess_tail"] = az.ess(ds, method="tail")["x"].values
-        out["mcse_mean"] = az.mcse(ds, method="mean")["x"].values
-        from ._arviz_numba import numba_off
-
-        with numba_off(az):  # ArviZ's Numba path fails here under NumPy 2.4
-            out["mcse_sd"] = az.mcse(ds, method="sd")["x"].values
-    return {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in out.items()}
-
-
-def stopping_rule(draws, target_ess: float, rhat_max: float = RHAT_MAX):
-    """(met, min bulk ESS) of draws (chain, draw, dim): every bulk ESS >= target_ess and, with two
-    or more chains, every R-hat <= rhat_max (one chain: the ESS rule alone)."""
-    st = arviz_stats(draws)
-    ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
-    rhat_ok = np.shape(draws)[0] < 2 or bool(np.nanmax(st["rhat"]) <= rhat_max)
-    return bool(ess >= target_ess and rhat_ok), ess
+from .convergence import (ESS_MIN, ONE_CHAIN, RHAT_MAX, arviz_stats, prefetch,  # noqa: F401
+                          quiet_arviz_notice)
 
 
 def default_names(dim: int, prefix: str = "x") -> list:
@@ -163,6 +101,17 @@ class Diagnostics:
                 f"bulk ESS >= {self.ess_min:.0f}"
             return head + f": converged ({rule})"
         return head + ": NOT CONVERGED: " + "; ".join(self.problems)
+
+    def as_verdict(self):
+        """The `inertia.verdict.Verdict` of these diagnostics: `problems`, and the worst R-hat,
+        least ESS and non-finite counts behind them."""
+        from .verdict import Verdict
+
+        return Verdict.of(self.problems, max_rhat=self.worst_rhat, min_ess_bulk=self.min_ess_bulk,
+                          min_ess_tail=self.min_ess_tail, num_chains=self.num_chains,
+                          num_draws=self.num_draws, nonfinite_draws=self.nonfinite_draws,
+                          nonfinite_potential=self.nonfinite_potential,
+                          nonfinite_grad=self.nonfinite_grad)
 
     def to_dict(self) -> dict:
         d = {k: v.tolist() if isinstance(v, np.ndarray) else v

@@ -58,8 +58,8 @@ def test_mcmc_result(gauss):
 
     res = sample(gauss, "hfhr", num_chains=4, num_steps=400, seed=0)
     ess, rhat, means = _check(res.to_arviz(), "x", 2, 1600)
-    # arviz and numpyro agree on ESS (both Geyer-type estimators over all chains)
-    np.testing.assert_allclose(ess, res.ess(), rtol=0.25)  # the kept draws
+    # res.ess() is ArviZ's bulk ESS of the kept draws: one estimator, the same numbers
+    np.testing.assert_allclose(ess, res.ess(), rtol=1e-12)
     assert np.all(np.isfinite(rhat))
 
 

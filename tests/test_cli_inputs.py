@@ -322,14 +322,16 @@ def test_failed_writes_exit_nonzero_in_every_command(tmp_path, capsys):
 
 
 def test_one_chain_is_judged_by_ess_alone():
-    from inertia.diagnostics import ONE_CHAIN, diagnose, stopping_rule
+    from inertia.convergence import StopRule
+    from inertia.diagnostics import ONE_CHAIN, diagnose
 
     draws = np.random.default_rng(0).normal(size=(1, 2000, 3))
     dg = diagnose(draws)
     assert np.all(np.isnan(dg.rhat)) and dg.converged, dg.problems
     assert ONE_CHAIN in dg.verdict() and "<-" not in dg.table()
-    assert stopping_rule(draws, 400.0) == (True, pytest.approx(dg.min_ess_bulk))
-    assert not stopping_rule(draws, 1e5)[0]
+    j = StopRule(400.0).judge(draws)
+    assert j.met and np.isnan(j.rhat) and j.ess == pytest.approx(dg.min_ess_bulk)
+    assert not StopRule(1e5).judge(draws).met
     stuck = np.cumsum(np.random.default_rng(1).normal(size=(1, 200, 3)), axis=1)  # a random walk
     assert not diagnose(stuck).converged
 

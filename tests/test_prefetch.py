@@ -66,13 +66,13 @@ def test_cores_counts_this_process_cpus():
 
 
 def test_the_sampler_prefetches_arviz_before_its_chains(monkeypatch):
-    from inertia import diagnostics
+    from inertia import convergence
     from inertia.mcmc import sample
     from inertia.mcmc import chains as chain_blocks
     from inertia.targets import gaussian
 
     calls, order = [], []
-    monkeypatch.setattr(diagnostics, "prefetch", lambda: calls.append("prefetch"))
+    monkeypatch.setattr(convergence, "prefetch", lambda: calls.append("prefetch"))
     run_block = chain_blocks.run_block
 
     def spy(*args, **kwargs):

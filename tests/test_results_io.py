@@ -138,12 +138,12 @@ def test_save_load_is_identical(which, request, tmp_path):
     key = jax.random.PRNGKey(3)  # the same posterior draws and key: the same predictive draws
     X = res.model_info["numpyro"]["args"][0]
     np.testing.assert_array_equal(back.predictive(key, model, X)["y"], res.predictive(key, X)["y"])
+    assert type(back.verdict) is type(res.verdict)
+    assert back.verdict.problems == res.verdict.problems and back.converged == res.converged
     if which == "sampled":
-        assert back.verdict["verdict"] == res.diagnostics.verdict()
-        assert back.converged == res.converged
         np.testing.assert_array_equal(a.sample_stats["diverging"], b.sample_stats["diverging"])
-    else:
-        assert back.verdict["stopped"] == json.loads(json.dumps(res.stopped))
+    else:  # the stop record's numbers (step, decrease, stderr, ...)
+        assert back.verdict.numbers == json.loads(json.dumps(res.verdict.to_dict()))["numbers"]
     np.testing.assert_array_equal(_az_summary(a).to_numpy(), _az_summary(b).to_numpy())
     assert "LoadedResult" in repr(back)
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from ._catalog import CATALOG, describe  # noqa: F401  (`inertia reproduce --list`)
+from ._runner import configure  # noqa: F401  (the backend grid cells run on: local or Ray)
+
 
 def registry() -> dict:
     """Map experiment name -> run function, discovered from this package's modules."""
@@ -23,6 +26,13 @@ def registry() -> dict:
                 raise RuntimeError(f"experiment {name!r} defined twice")
             found[name] = fn
     return found
+
+
+def uncatalogued() -> dict:
+    """Registered experiments missing from CATALOG (new ones): name -> docstring's first line.
+    Imports every experiment module (and JAX)."""
+    return {name: ((fn.__doc__ or "").strip().splitlines() or ["(no description)"])[0]
+            for name, fn in registry().items() if name not in CATALOG}
 
 
 def run(name: str, out, quick: bool = False, **options) -> dict:

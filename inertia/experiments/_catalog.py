@@ -77,15 +77,6 @@ CATALOG: dict[str, Entry] = {
 }
 
 
-def uncatalogued() -> dict:
-    """Registered experiments missing from CATALOG (new ones): name -> docstring's first line.
-    Imports every experiment module (and JAX)."""
-    from . import registry
-
-    return {name: ((fn.__doc__ or "").strip().splitlines() or ["(no description)"])[0]
-            for name, fn in registry().items() if name not in CATALOG}
-
-
 def describe(extra: dict | None = None) -> str:
     """The `reproduce --list` table: name, description, quick / full cost, data, packages;
     `extra` (name -> description) lists experiments not yet in CATALOG, cost unknown."""

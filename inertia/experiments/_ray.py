@@ -40,7 +40,7 @@ def _execute(payload: bytes):
     import cloudpickle
 
     import inertia  # noqa: F401  (float64 before any array is rebuilt)
-    from inertia.experiments._runner import _to_jsonable
+    from inertia._json import to_jsonable as _to_jsonable
 
     fn = cloudpickle.loads(payload)
     t0 = time.perf_counter()

@@ -3,33 +3,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-
-def _to_jsonable(obj):
-    import numpy as np
-
-    if isinstance(obj, dict):
-        return {str(k): _to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_to_jsonable(v) for v in obj]
-    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
-        return _to_jsonable(np.asarray(obj).tolist())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    return obj
-
-
-def dump_json(obj, path) -> Path:
-    """Write obj as JSON atomically (numpy arrays become lists, NaN becomes null); a failed
-    write raises OSError."""
-    from .._io import write_text_atomic
-
-    return write_text_atomic(path, json.dumps(_to_jsonable(obj), indent=1))
+from .._json import dump_json  # noqa: F401  (the experiments' JSON writer)
+from .._json import to_jsonable as _to_jsonable
 
 
 def cell_key(**fields) -> str:

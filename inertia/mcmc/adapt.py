@@ -365,8 +365,8 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
     `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM,
     else diagonal or low-rank by the warm-up draws)."""
-    from ..diagnostics import prefetch
-    from .sample import _start
+    from ..convergence import prefetch
+    from .start import start as _start
     from .warmup import fit_gaussian, whiten
 
     if not frames.uses_dense(target.dim, frame):
@@ -462,7 +462,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     divergence raises of the dense warm-up."""
     from ..targets.base import jitted
     from ..targets.mode import _lbfgs
-    from .sample import _start
+    from .start import start as _start
     from .warmup import GaussianFit
 
     d = target.dim

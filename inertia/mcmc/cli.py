@@ -15,7 +15,6 @@ import numpy as np
 MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 # the registry's names, listed here so that parsing needs no JAX (tests check they agree)
 METHODS = ("hfhr-exact", "hfhr", "hfhr-split", "klmc", "ula", "hfhr-rm", "uld-rm")
-EXIT_UNCONVERGED = 3
 
 
 def build_model(args):
@@ -44,7 +43,7 @@ def _run(args) -> int:
     from .kernels import REGISTRY
     from .sample import sample
 
-    from ..cli import check_outputs
+    from .._cliargs import check_outputs
 
     check_outputs((("--json", args.json), ("--save", getattr(args, "save", None))))
     target, names = build_model(args)
@@ -77,7 +76,8 @@ def _run(args) -> int:
            "warmup_grad_evals": res.warmup_grad_evals,
            "grad_evals_total": res.total_grad_evals, "total_grad_evals": res.total_grad_evals,
            "names": res.names, "mean": mean, "cov": cov, "tuning": res.tuning, "bias": res.bias,
-           "converged": bool(dg.converged) if dg is not None else None,
+           "converged": res.converged, "problems": list(res.verdict.problems),
+           "verdict": res.verdict.line(),
             "diagnostics": dg.to_dict() if dg is not None else None,
             "summary": res.summary() if dg is not None else None}
     if res.chains:  # exact kernel: per chain
@@ -101,7 +101,7 @@ def _run(args) -> int:
     if "mean" in info:
         out["mean_error"] = float(np.linalg.norm(mean - np.asarray(info["mean"])))
     if args.json is not None:
-        from inertia.experiments._runner import _to_jsonable
+        from inertia._json import to_jsonable as _to_jsonable
 
         text = json.dumps(_to_jsonable(out))
         if args.json == "-":
@@ -119,16 +119,8 @@ def _run(args) -> int:
             print(f"exact W2 to target: start {out['w2'][0]:.4g}, end {out['w2'][-1]:.4g}, "
                   f"stationary bias {out['stationary_bias_w2']:.4g}, contraction rate "
                   f"{out['contraction_rate']:.6g}/step")
-    if dg is not None and not dg.converged:
-        if args.allow_unconverged:
-            print("warning: the chains have not converged (see above); exit status 0 because of "
-                  "--allow-unconverged", file=sys.stderr)
-            return 0
-        print("error: the chains have not converged (see above): the numbers are not to be trusted."
-              " Run longer (--target-ess, --max-steps), lower --bias-tol, or pass "
-              "--allow-unconverged to exit with status 0", file=sys.stderr)
-        return EXIT_UNCONVERGED
-    return 0
+    return res.verdict.exit(args.allow_unconverged, "the chains have",
+                            "Run longer (--target-ess, --max-steps), lower --bias-tol")
 
 
 def _positive_int(text):

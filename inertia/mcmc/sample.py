@@ -4,18 +4,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .. import _warnings
-from .. import _compile
+from .. import _compile, resources
+from .. import convergence
 from .._random import check_seed
 from .._scope import entry_point, float64_methods
-from . import chains
+from ..progress import warn_long_run
+from . import chains, gradcheck
 from .kernels import Method, Params, get_method
+from .start import start as _start
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -57,8 +60,24 @@ class SampleResult:
     chains: Optional[dict] = None
 
     @property
+    def verdict(self):
+        """The run's `inertia.verdict.Verdict`: the diagnostics' problems (R-hat, ESS, non-finite
+        draws, the exact kernel's divergences and acceptance) and the numbers behind them."""
+        from ..verdict import Verdict
+
+        if self.diagnostics is None:
+            return Verdict(False, ("not diagnosed (too few draws after burn-in, or "
+                                   "diagnostics=False)",))
+        v = self.diagnostics.as_verdict()
+        if self.chains:
+            v = v.with_numbers(divergences=int(np.sum(self.chains["divergences"])),
+                               min_acceptance_rate=float(np.min(self.chains["acceptance_rate"])))
+        return v
+
+    @property
     def converged(self) -> bool:
-        return self.diagnostics is not None and self.diagnostics.converged
+        """`verdict.converged`."""
+        return self.verdict.converged
 
     @property
     def num_chains(self) -> int:
@@ -94,12 +113,9 @@ class SampleResult:
         return callable_array(self.moments()[1], lambda b=None: self.moments(b)[1], "cov")
 
     def ess(self, burn_in=None) -> np.ndarray:
-        """Effective sample size per coordinate (numpyro's multi-chain estimator)."""
-        try:
-            from numpyro.diagnostics import effective_sample_size
-        except ImportError as err:  # pragma: no cover - optional dependency
-            raise ImportError("ess() needs numpyro, a dependency of inertia: pip install numpyro") from err
-        return np.asarray(effective_sample_size(self._kept(burn_in)))
+        """Bulk effective sample size per coordinate of the kept draws (ArviZ's rank-normalised
+        estimator, as the diagnostics)."""
+        return convergence.ess_bulk(self._kept(burn_in))
 
     def report(self, max_rows: Optional[int] = 40) -> str:
         """Human-readable account: parameters and how they were chosen, summary table, bias, verdict."""
@@ -226,21 +242,6 @@ def _chain_keys(num_chains: int):
     """seed -> (num_chains, 3, 2) keys: split(split(PRNGKey(seed), num_chains)[c], 3), one program."""
     return _compile.jit(lambda seed: jax.vmap(lambda k: jax.random.split(k, 3))(
         jax.random.split(jax.random.PRNGKey(seed), num_chains)))
-
-
-@functools.lru_cache(maxsize=32)
-def _init_fn(method, grad_fn):
-    # lax.map, not vmap: the same states bit for bit, and an unbatched threefry compiles in ~0.3 s
-    # less (one initialisation per run; the chains' steps stay vmapped)
-    if method.adjusted:
-        run = _fn_init(method)
-        return lambda qs, ks: run(qs, ks, grad_fn)
-    return _compile.jit(lambda qs, ks: jax.lax.map(lambda a: method.init(a[0], a[1], grad_fn), (qs, ks)))
-
-
-@functools.lru_cache(maxsize=16)
-def _fn_init(method):
-    return _compile.jit(lambda qs, ks, fn: jax.lax.map(lambda a: method.init(a[0], a[1], fn), (qs, ks)))
 
 
 def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:
@@ -408,19 +409,6 @@ def _advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=No
     return carry, np.concatenate(draws, axis=1), info
 
 
-def _start(m, grad_fn, q0, keys):
-    """Chain states at positions q0 (num_chains, d), with a clear error when the model is not finite."""
-    state = _init_fn(m, grad_fn)(q0, keys)  # host or device arrays: nothing compiled
-    bad = ~np.all(np.isfinite(np.asarray(state.grad)), axis=1) | \
-        ~np.all(np.isfinite(np.asarray(q0)), axis=1)
-    if bad.any():
-        c = int(np.argmax(bad))
-        raise FloatingPointError(f"{m.name}: the gradient of the potential is not finite at the "
-                                 f"initial position of chain {c}: the model is not finite there "
-                                 "(this is not a step-size problem; pass init= inside the support)")
-    return state
-
-
 def _params_of(d: dict) -> Params:
     return Params(float(d["step_size"]), float(d.get("gamma", 1.0)), float(d.get("alpha", 0.0)))
 
@@ -477,6 +465,55 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     is not converged.
     """
     m = get_method(method) if isinstance(method, str) else method
+    seed, num_steps, target_ess = _check_args(
+        target, m, num_leapfrog=num_leapfrog, target_accept=target_accept, seed=seed,
+        num_steps=num_steps, target_ess=target_ess, on_divergence=on_divergence,
+        precondition=precondition, num_chains=num_chains, thinning=thinning, init=init)
+    resources.check_draws(num_chains, num_steps, thinning, target.dim)  # before any work
+    warn_long_run(max_steps if target_ess is not None and max_steps else num_steps)
+    names = parameter_names(target, names)
+    auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
+    split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
+    from ..progress import progress as progress_bar
+
+    bar = progress_bar(f"sample {m.name}", progress)
+    bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
+    w = _warm_up(target, m, auto, split3, num_chains=num_chains, step_size=step_size,
+                 gamma=gamma, alpha=alpha, num_leapfrog=num_leapfrog,
+                 target_accept=target_accept, precondition=precondition, bias_tol=bias_tol,
+                 init=init, seed=seed, frame=frame)
+    gradcheck.check_gradient(w.target, w.state.position, seed)  # V and grad V agree
+    run = _sample_until_converged(target, m, w, split3, auto=auto, num_steps=num_steps,
+                                  thinning=thinning, target_ess=target_ess,
+                                  max_steps=max_steps, names=names, bar=bar, progress=progress)
+    bar.close()
+    _check_divergence(m, run, thinning, on_divergence)
+    res = _result(target, m, w, run, auto=auto, thinning=thinning, seed=seed, names=names)
+    if diagnostics:
+        res.diagnostics = _diagnose(target, m, w, res)
+    return res
+
+
+def _diagnose(target, m, w, res: SampleResult):
+    """The kept draws' diagnostics with the exact kernel's divergence and acceptance problems
+    (None with fewer than 4 kept draws); a warning when not converged."""
+    if res.draws.shape[1] - int(round(w.burn * res.draws.shape[1])) < 4:
+        return None
+    dg = diagnose_result(target, res)
+    if m.adjusted:
+        from .adapt import verdict_problems
+
+        dg.problems.extend(verdict_problems(res.chains, w.target_accept, w.tuning,
+                                            unconverged=bool(dg.problems)))
+    if not dg.converged:
+        _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+    return dg
+
+
+def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, target_ess,
+                on_divergence, precondition, num_chains, thinning, init) -> tuple:
+    """Clear errors for invalid arguments; (seed, num_steps, target_ess) with the defaults of a
+    run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
     if num_leapfrog is not None and "num_leapfrog" not in m.uses:
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
     if target_accept is not None and not (m.adjusted and 0.0 < target_accept < 1.0):
@@ -498,195 +535,229 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     if init is not None and np.shape(init) not in ((target.dim,), (num_chains, target.dim)):
         raise ValueError(f"init must have shape ({target.dim},) or (num_chains, {target.dim}) = "
                          f"({num_chains}, {target.dim}); got {np.shape(init)}")
-    names = parameter_names(target, names)
-    auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
-    split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
-    zeros = np.zeros(num_chains, dtype=np.int64)
-    tuning, bias, pre, warm_grads, total_warm = None, None, None, 0, 0
-    run_fn = None
-    from ..progress import progress as progress_bar
+    return seed, num_steps, target_ess
 
-    bar = progress_bar(f"sample {m.name}", progress)
-    bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
+
+class WarmUp(NamedTuple):
+    """What a warm-up hands the sampling run: the kernel's function of the target the chains run
+    on (whitened or not), their states and parameters, the preconditioner (mean, factor) or None,
+    the tuning report, the bias estimate, the compiled block length, warm-up gradients (per chain;
+    all chains), the burn-in fraction and the exact kernel's target acceptance."""
+
+    run_fn: object
+    state: object
+    params: Params
+    pre: Optional[tuple]
+    tuning: Optional[dict]
+    bias: Optional[dict]
+    block: int
+    warm_grads: int
+    total_warm: int
+    burn: float
+    target_accept: Optional[float]
+    target: object = None  # the target the chains run on (whitened or not)
+
+
+def _warm_up(target, m, auto, split3, *, num_chains, step_size, gamma, alpha, num_leapfrog,
+             target_accept, precondition, bias_tol, init, seed, frame="auto") -> WarmUp:
+    """The exact kernel's adaptation (`adapt`), the unadjusted schemes' tuning (`warmup`), or
+    the given parameters: chain states, parameters and the report."""
     if m.adjusted:
         from .adapt import TARGET_ACCEPT, run_adaptation
 
         tune_step = target_accept is None  # a given target acceptance keeps its step size
         target_accept = TARGET_ACCEPT if target_accept is None else float(target_accept)
-        if auto:
-            run_target, fit, params, state, run_fn, tuning = run_adaptation(
-                target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
-                seed=seed, target_accept=target_accept, tune_step=tune_step, frame=frame)
-            pre = (fit.mean, fit.factor)
-            total_warm = int(tuning["grad_evals"])
-            warm_grads = int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains))
-        else:
-            if step_size is None:
-                raise ValueError(f"{m.name}: pass step_size (gamma, alpha default to 0, "
-                                 "num_leapfrog to 1), or none of them for the automatic warm-up")
-            params = Params(float(step_size), float(gamma or 0.0), float(alpha or 0.0),
-                            float(1.0 if num_leapfrog is None else num_leapfrog))
-            msg = m.check(params, None)
-            if msg:
-                raise ValueError(f"{m.name}: {msg}")
-            run_target = target
-            run_fn = _model_fn(m, target)
-            q0 = _initial_positions(target, init, split3[:, 0])
-            state = _start(m, run_fn, q0, split3[:, 1])
-            total_warm = num_chains  # the initial gradients
-        block = 1000
-    elif auto:
-        if m.transition is None:
-            raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
-                             "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
-        from .warmup import BLOCK, run_warmup
+        if not auto:
+            return _given_exact(target, m, split3, num_chains, step_size, gamma, alpha,
+                                num_leapfrog, init, target_accept)
+        run_target, fit, params, state, run_fn, tuning = run_adaptation(
+            target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
+            seed=seed, target_accept=target_accept, tune_step=tune_step, frame=frame)
+        return WarmUp(run_fn, state, params, (fit.mean, fit.factor), tuning, None, 1000,
+                      int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains)),
+                      int(tuning["grad_evals"]), 0.0, target_accept, run_target)
+    if auto:
+        return _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed)
+    params = resolve_params(target, m, step_size, gamma, alpha)
+    check_stability(target, m, params)
+    q0 = _initial_positions(target, init, split3[:, 0])
+    state = _start(m, target.grad, q0, split3[:, 1])
+    return WarmUp(_model_fn(m, target), state, params, None, None,
+                  _gaussian_bias(target, m, params), 1000, 0, 0, 0.5, None, target)
 
-        def wrunner(wt, pd, start, key, steps):
-            p = Params(*(None if v is None else _compile.device(v, np.float64)
-                         for v in _params_of(pd)))
-            ks = jax.random.split(key, 2 * num_chains)
-            st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
-            c = (st, ks[num_chains:], zeros, zeros)
-            c, dr, _ = _advance(m, wt.grad, c, p, steps, 1, BLOCK)
-            return c[0], dr, np.asarray(c[2]) > 0
 
-        run_target, fit, tuned, state, tuning = run_warmup(
-            target, m, num_chains, split3[0, 0], precondition=precondition, bias_tol=bias_tol,
-            init=init, runner=wrunner, seed=seed)
-        params = _params_of(tuned)
-        pre = (fit.mean, fit.factor)
-        warm_grads = int(tuning["grad_evals"])
-        chain_warm = warm_grads - int(tuning["fit"]["grad_evals"]) - 2 * int(tuning["hvp_evals"])
-        total_warm = warm_grads - chain_warm + num_chains * chain_warm
-        block = BLOCK
-        chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
-        bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
-                "mean_exact_gaussian": 0.0, "warmup_bias_mean": chk.get("rms_bias_mean"),
-                "warmup_bias_sd": chk.get("rms_bias_sd"), "warmup_p_mean": chk.get("p_mean"),
-                "warmup_p_sd": chk.get("p_sd")}
-    else:
-        params = resolve_params(target, m, step_size, gamma, alpha)
-        check_stability(target, m, params)
-        run_target = target
-        q0 = _initial_positions(target, init, split3[:, 0])
-        state = _start(m, target.grad, q0, split3[:, 1])
-        block = 1000
-        bias = _gaussian_bias(target, m, params)
-    carry = (state, split3[:, 2], zeros, zeros)
+def _given_exact(target, m, split3, num_chains, step_size, gamma, alpha, num_leapfrog, init,
+                 target_accept) -> WarmUp:
+    """The exact kernel at given parameters (gamma, alpha default to 0, num_leapfrog to 1)."""
+    if step_size is None:
+        raise ValueError(f"{m.name}: pass step_size (gamma, alpha default to 0, "
+                         "num_leapfrog to 1), or none of them for the automatic warm-up")
+    params = Params(float(step_size), float(gamma or 0.0), float(alpha or 0.0),
+                    float(1.0 if num_leapfrog is None else num_leapfrog))
+    msg = m.check(params, None)
+    if msg:
+        raise ValueError(f"{m.name}: {msg}")
+    run_fn = _model_fn(m, target)
+    q0 = _initial_positions(target, init, split3[:, 0])
+    state = _start(m, run_fn, q0, split3[:, 1])
+    return WarmUp(run_fn, state, params, None, None, None, 1000, 0, num_chains, 0.5,
+                  target_accept, target)  # total_warm: the initial gradients
+
+
+def _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed) -> WarmUp:
+    """The unadjusted schemes' warm-up (`warmup.run_warmup`): preconditioner, (h, gamma, alpha)
+    tuned on the whitened curvature, h vs h/2 bias checks run with this module's chains."""
+    if m.transition is None:
+        raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
+                         "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
+    from .warmup import BLOCK, run_warmup
+
+    zeros = np.zeros(num_chains, dtype=np.int64)
+
+    def wrunner(wt, pd, start, key, steps):
+        p = Params(*(None if v is None else _compile.device(v, np.float64)
+                     for v in _params_of(pd)))
+        ks = jax.random.split(key, 2 * num_chains)
+        st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
+        c = (st, ks[num_chains:], zeros, zeros)
+        c, dr, _ = _advance(m, wt.grad, c, p, steps, 1, BLOCK)
+        return c[0], dr, np.asarray(c[2]) > 0
+
+    run_target, fit, tuned, state, tuning = run_warmup(
+        target, m, num_chains, split3[0, 0], precondition=precondition, bias_tol=bias_tol,
+        init=init, runner=wrunner, seed=seed)
+    warm_grads = int(tuning["grad_evals"])
+    chain_warm = warm_grads - int(tuning["fit"]["grad_evals"]) - 2 * int(tuning["hvp_evals"])
+    chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
+    bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
+            "mean_exact_gaussian": 0.0, "warmup_bias_mean": chk.get("rms_bias_mean"),
+            "warmup_bias_sd": chk.get("rms_bias_sd"), "warmup_p_mean": chk.get("p_mean"),
+            "warmup_p_sd": chk.get("p_sd")}
+    return WarmUp(_model_fn(m, run_target), state, _params_of(tuned), (fit.mean, fit.factor),
+                  tuning, bias, BLOCK, warm_grads,
+                  warm_grads - chain_warm + num_chains * chain_warm, 0.0, None, run_target)
+
+
+class Run(NamedTuple):
+    """The sampling run: final chains (state, keys, diverged_at, count), draws and per-step info
+    of its last attempt, kept draws run, parameters, and gradients of attempts discarded."""
+
+    carry: tuple
+    chunks: list
+    infos: list
+    done: int
+    params: Params
+    discarded: int
+
+
+def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, thinning,
+                            target_ess, max_steps, names, bar, progress) -> Run:
+    """`convergence.run_until_converged` over compiled blocks; after warm-up divergences the exact
+    kernel warms up again at a higher target acceptance (at most MAX_RETRIES)."""
+    zeros = np.zeros(split3.shape[0], dtype=np.int64)
+    carry = (w.state, split3[:, 2], zeros, zeros)
+    params = w.params
     jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
-    burn = 0.0 if auto else 0.5
-    run_fn = _model_fn(m, run_target) if run_fn is None else run_fn
-
-    from ..diagnostics import prefetch
-
-    prefetch()  # the diagnostics' ArviZ loads while the chains run (started in the warm-up if any)
+    convergence.prefetch()  # ArviZ loads while the chains run (started in the warm-up if any)
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
-    block = max(1, min(goal, math.ceil(block / thinning)))
+    block = max(1, min(goal, math.ceil(w.block / thinning)))
     bar.phase("sampling", total=goal * thinning)
+    # exact kernel: tail ESS and MCSE(sd) too, and an early ESS estimate is noisy: at most 4x
+    rule = convergence.StopRule(target_ess, cap=cap, block=block,
+                                max_growth=4.0 if m.adjusted else None, strict=m.adjusted)
 
     def show(n):
         bar.update(n * thinning)
 
-    chunks, infos, done, goal0, retries, discarded = [], [], 0, goal, 0, 0
-    while True:
-        carry, dr, inf = _advance(m, run_fn, carry, jparams, goal - done, thinning, block,
-                                  show if progress else None)
-        chunks.append(dr)
-        infos.append(inf)
-        done = goal
-        if np.asarray(carry[2]).any():
-            break
-        if m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos):
-            if auto and retries < MAX_RETRIES:  # warm up again at a higher target acceptance
-                from .adapt import readapt
+    discarded = 0
+    for retries in range(MAX_RETRIES + 1):
+        chunks, infos, run = [], [], {"carry": carry}
 
-                discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
-                params, state = readapt(m, run_fn, carry[0], jax.random.fold_in(split3[0, 1], retries),
-                                        params, tuning)
-                jparams = Params(*(_compile.device(v, np.float64) for v in params))
-                carry = (state,) + tuple(carry[1:])
-                chunks, infos, done, goal, retries = [], [], 0, goal0, retries + 1
-                continue
-            break  # divergences make the verdict NOT CONVERGED however long the chains run
-        if target_ess is None or done >= cap:
-            break
-        x = _to_x(np.concatenate(chunks, axis=1), pre)
-        kept = x[:, int(round(burn * x.shape[1])):]
-        from ..diagnostics import arviz_stats
+        def advance(n):
+            run["carry"], dr, inf = _advance(m, w.run_fn, run["carry"], jparams, n, thinning,
+                                             block, show if progress else None)
+            chunks.append(dr)
+            infos.append(inf)
 
-        judged = summary_draws(target, kept, names)[0]  # as diagnose_result
-        st = arviz_stats(judged)
-        ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
-        if m.adjusted:  # tail ESS too (Vehtari et al. 2021), and the sds to half the relative
-            # MCSE of the means: MCSE(sd) <= sd / (2 sqrt(N)), 0.025 sd at N = 400
-            tail = st["ess_tail"]
-            ess = min(ess, float(np.nanmin(tail)) if np.isfinite(tail).any() else 0.0)
-            sd = judged.reshape(-1, judged.shape[-1]).std(axis=0)
-            rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(target_ess)
-            ess = ess / max(rel, 1.0) ** 2
-        one_chain = kept.shape[0] < 2  # R-hat needs two or more chains: the ESS rule alone
-        rhat = float("nan") if one_chain else float(np.nanmax(st["rhat"]))
-        bar.update(0, min_ess=round(ess), max_rhat=rhat)
-        if ess >= target_ess and (one_chain or rhat <= 1.01):
+        def diverging():
+            return m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos)
+
+        def judged():
+            x = _to_x(np.concatenate(chunks, axis=1), w.pre)
+            return summary_draws(target, x[:, int(round(w.burn * x.shape[1])):], names)[0]
+
+        done, why = convergence.run_until_converged(
+            advance, goal, rule, view=judged,
+            halt=lambda: bool(np.asarray(run["carry"][2]).any()) or diverging(),
+            on_judge=lambda j: bar.update(0, min_ess=round(j.ess), max_rhat=j.rhat),
+            on_extend=lambda g: bar.extend(g * thinning))
+        carry = run["carry"]
+        # divergences make the verdict NOT CONVERGED however long the chains run
+        if (why != "halted" or np.asarray(carry[2]).any() or not auto
+                or retries == MAX_RETRIES):
             break
-        want = done * max(1.5, 1.1 * target_ess / max(ess, 1.0))
-        if m.adjusted:  # an early ESS estimate is noisy: at most 4x per extension
-            want = min(want, 4 * done)
-        goal = int(min(cap, block * math.ceil(want / block)))
-        bar.extend(goal * thinning)
-    bar.close()
-    num_steps = done * thinning
-    draws = _to_x(np.concatenate(chunks, axis=1), pre)
-    info = {k: np.concatenate([i[k] for i in infos], axis=1) for k in infos[0]}
-    diverged = np.asarray(carry[2])
-    if diverged.any():
-        c = int(np.argmax(diverged > 0))
-        msg = (f"{m.name}: chain {c} diverged at step {int(diverged[c])} of {num_steps} (non-finite "
-               f"position or gradient; {int((diverged > 0).sum())} of {num_chains} chains): the "
-               f"step is too large for the curvature met there (now h = {params.step_size:g}"
-               + (f", alpha = {params.alpha:g}" if "alpha" in m.uses else "")
-               + "), or the model is not finite in a region the chain entered")
-        if on_divergence == "raise":
-            raise FloatingPointError(msg)
-        _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
+        from .adapt import readapt
+
+        discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
+        params, state = readapt(m, w.run_fn, carry[0],
+                                jax.random.fold_in(split3[0, 1], retries), params, w.tuning)
+        jparams = Params(*(_compile.device(v, np.float64) for v in params))
+        carry = (state,) + tuple(carry[1:])
+    return Run(carry, chunks, infos, done, params, discarded)
+
+
+def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
+    """A chain's non-finite position or gradient: FloatingPointError ("raise") or a warning."""
+    diverged = np.asarray(run.carry[2])
+    if not diverged.any():
+        return
+    p, num_chains = run.params, diverged.shape[0]
+    c = int(np.argmax(diverged > 0))
+    msg = (f"{m.name}: chain {c} diverged at step {int(diverged[c])} of {run.done * thinning} "
+           f"(non-finite position or gradient; {int((diverged > 0).sum())} of {num_chains} "
+           f"chains): the step is too large for the curvature met there (now h = "
+           f"{p.step_size:g}" + (f", alpha = {p.alpha:g}" if "alpha" in m.uses else "")
+           + "), or the model is not finite in a region the chain entered")
+    if on_divergence == "raise":
+        raise FloatingPointError(msg)
+    _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
+
+
+def _result(target, m, w: WarmUp, run: Run, *, auto, thinning, seed, names) -> SampleResult:
+    """The SampleResult of a run: draws in the target's coordinates, per-step info, gradients
+    counted once (per chain, warm-up, in all)."""
+    num_chains = run.carry[2].shape[0]
+    num_steps = run.done * thinning
+    info = {k: np.concatenate([i[k] for i in run.infos], axis=1) for k in run.infos[0]}
+    warm_grads, total_warm = w.warm_grads, w.total_warm
     if m.adjusted:
         from .adapt import chain_summary
 
-        chains = chain_summary(info, int(round(burn * info["num_grads"].shape[1])))
+        chains = chain_summary(info, int(round(w.burn * info["num_grads"].shape[1])))
         per_chain = np.asarray(chains["grad_evals"])
         grad_evals = int(round(float(np.mean(per_chain)))) + (0 if auto else 1)
-        total = total_warm + int(per_chain.sum()) + discarded
+        total = total_warm + int(per_chain.sum()) + run.discarded
         if auto:
-            total_warm = int(tuning["grad_evals"]) + discarded
-            warm_grads = int(tuning["fit"]["grad_evals"] + round(
-                (tuning["chain_grad_evals"] + discarded) / num_chains))
+            total_warm = int(w.tuning["grad_evals"]) + run.discarded
+            warm_grads = int(w.tuning["fit"]["grad_evals"] + round(
+                (w.tuning["chain_grad_evals"] + run.discarded) / num_chains))
             total = total_warm + int(per_chain.sum())
     else:
         chains = None
         grad_evals = 1 + m.grads_per_step * int(num_steps)
         total = (total_warm if auto else 0) + num_chains * grad_evals
-    res = SampleResult(
-        draws=draws, info=info, method=m.name,
-        params={k: v for k, v in params._asdict().items() if k in m.uses},
-        num_steps=int(num_steps), thinning=int(thinning),
-        grad_evals=grad_evals, seed=int(seed), diverged_at=diverged,
-        final_state=jax.tree_util.tree_map(np.asarray, carry[0]), tuning=tuning, bias=bias,
-        names=names, warmup_grad_evals=warm_grads, burn_in_default=burn, preconditioner=pre,
-        total_grad_evals=int(total), chains=chains)
     from ..results.build import model_info
 
-    res.model_info = model_info(target)
-    if diagnostics and res.draws.shape[1] - int(round(burn * res.draws.shape[1])) >= 4:
-        res.diagnostics = diagnose_result(target, res)
-        if m.adjusted:
-            from .adapt import verdict_problems
-
-            res.diagnostics.problems.extend(verdict_problems(
-                chains, target_accept, tuning, unconverged=bool(res.diagnostics.problems)))
-        if not res.diagnostics.converged:
-            _warnings.warn(f"{m.name}: " + res.diagnostics.verdict(), RuntimeWarning)
-    return res
+    return SampleResult(
+        draws=_to_x(np.concatenate(run.chunks, axis=1), w.pre), info=info, method=m.name,
+        params={k: v for k, v in run.params._asdict().items() if k in m.uses},
+        num_steps=int(num_steps), thinning=int(thinning),
+        grad_evals=grad_evals, seed=int(seed), diverged_at=np.asarray(run.carry[2]),
+        final_state=jax.tree_util.tree_map(np.asarray, run.carry[0]), tuning=w.tuning,
+        bias=w.bias, names=names, warmup_grad_evals=warm_grads, burn_in_default=w.burn,
+        preconditioner=w.pre, total_grad_evals=int(total), chains=chains,
+        model_info=model_info(target))
 
 
 def diagnose_result(target, res: SampleResult):

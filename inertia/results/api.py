@@ -34,41 +34,27 @@ def callable_array(value, fn, name: str) -> np.ndarray:
     return out
 
 
-def _verdict_word(conv) -> str:
-    return {True: "converged", False: "NOT CONVERGED", None: "no verdict"}[conv]
+def verdict_word(verdict) -> str:
+    """"converged" or "NOT CONVERGED" (a result's `verdict`)."""
+    return "converged" if verdict.converged else "NOT CONVERGED"
 
 
 def fit_repr(res) -> str:
-    from .build import fit_verdict
-
     seeds = f", {len(res.seeds)} seeds" if len(res.seeds) > 1 else ""
     return (f"<FitResult {res.method} on {res.target_name or 'target'}: d = {res.dim}, "
-            f"{res.num_steps} updates{seeds}, {_verdict_word(fit_verdict(res)['converged'])}>")
+            f"{res.num_steps} updates{seeds}, {verdict_word(res.verdict)}>")
 
 
 def sample_repr(res) -> str:
     c, n, d = res.draws.shape
-    conv = res.converged if res.diagnostics is not None else None
     return (f"<SampleResult {res.method}: {c} chains x {n} draws, d = {d}, "
-            f"{_verdict_word(conv)}>")
+            f"{verdict_word(res.verdict)}>")
 
 
 def calibration_repr(res) -> str:
     c, n, d = res.draws.shape
-    dg = res.diagnostics
     return (f"<CalibrationResult: {c} chains x {n} draws, d = {d}, "
-            f"{_verdict_word(dg.converged if dg is not None else None)}"
-            f"{', warning' if res.warning else ''}>")
+            f"{verdict_word(res.verdict)}{', warning' if res.warning else ''}>")
 
 
-def target_repr(t) -> str:
-    bounds = (f", alpha = {t.alpha:.4g}, beta = {t.beta:.4g}" if t.alpha is not None
-              and t.beta is not None else "")
-    parts = [p for p in ("expectations" if t.expectations is not None else "",
-                         "observations" if t.observations is not None else "",
-                         "numpyro" if "numpyro" in (t.info or {}) else "") if p]
-    return (f"<Target {t.name}: dim {t.dim}{bounds}"
-            f"{', ' + ', '.join(parts) if parts else ''}{'' if t.dtype == 'float64' else ', ' + t.dtype}>")
-
-
-__all__ = ["callable_array", "fit_repr", "sample_repr", "calibration_repr", "target_repr"]
+__all__ = ["callable_array", "fit_repr", "sample_repr", "calibration_repr"]

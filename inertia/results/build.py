@@ -71,15 +71,6 @@ def rows_of(sites: Mapping) -> list:
     return summarize({lab: flat[:, i] for i, lab in enumerate(labels)})
 
 
-def fit_verdict(res) -> dict:
-    stopped = res.stopped or None
-    conv = stopped.get("converged") if stopped is not None else None
-    if res.diverged:
-        conv = False
-    return {"converged": None if conv is None else bool(conv), "stopped": stopped,
-            "diverged": res.diverged}
-
-
 def fit_settings(res) -> dict:
     d = res.to_dict()
     for k in ("mean", "cov", "checkpoints", "names", "summary"):
@@ -97,7 +88,7 @@ def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood:
     rows = rows_of(sites)
     from ..posterior import format_table
 
-    attrs = {"kind": "fit", "settings": fit_settings(res), "verdict": fit_verdict(res),
+    attrs = {"kind": "fit", "settings": fit_settings(res), "verdict": res.verdict.to_dict(),
              "summary": rows, "table": format_table(rows, ["mean", "sd", "q5", "q95"]),
              "gaussian": _flat(res), "history": res.to_dict()["checkpoints"],
              "draws": {"num_draws": int(num_draws), "seed": int(seed)}}
@@ -142,14 +133,6 @@ def sample_sites(res):
     return kept, warm
 
 
-def sample_verdict(res) -> dict:
-    dg = res.diagnostics
-    return {"converged": bool(res.converged) if dg is not None else None,
-            "problems": list(dg.problems) if dg is not None else None,
-            "verdict": dg.verdict() if dg is not None else None,
-            "diverged_at": np.asarray(res.diverged_at).tolist()}
-
-
 def sample_settings(res) -> dict:
     return {"method": res.method, "params": dict(res.params), "num_chains": res.num_chains,
             "num_steps": res.num_steps, "thinning": res.thinning, "seed": res.seed,
@@ -167,7 +150,8 @@ def sample_to_arviz(res, log_likelihood: bool = True):
     stats = _id.per_draw_stats(res.info, c, n, res.thinning, res.params)
     start = _split(res)
     rows = sample_summary(res)
-    attrs = {"kind": "sample", "settings": sample_settings(res), "verdict": sample_verdict(res),
+    attrs = {"kind": "sample", "settings": sample_settings(res), "verdict": res.verdict.with_numbers(
+                 diverged_at=np.asarray(res.diverged_at).tolist()).to_dict(),
              "summary": rows, "table": res.diagnostics.table() if res.diagnostics else "",
              "unconstrained": {**_flat(res), "burn_in": start}}
     groups = {"posterior": kept,
@@ -189,9 +173,7 @@ def calibration_to_arviz(res):
     rows = rows_of(sites) if dg is None else calibration_summary(res)
     js = res.to_json()
     attrs = {"kind": "calibration", "settings": js.get("settings"),
-             "verdict": {"converged": bool(dg.converged) if dg is not None else None,
-                         "warning": res.warning, "max_z": res.max_z,
-                         "z_threshold": res.z_threshold},
+             "verdict": res.verdict.to_dict(),
              "summary": rows, "table": res.table() if dg is not None else "",
              "unconstrained": {"names": names or coordinate_names(res),
                                "mean": np.asarray(res.mean).tolist(),

@@ -109,12 +109,16 @@ class LoadedResult:
         return self._attrs.get("settings") or {}
 
     @property
-    def verdict(self) -> dict:
-        return self._attrs.get("verdict") or {}
+    def verdict(self):
+        """The saved run's `inertia.verdict.Verdict`."""
+        from ..verdict import Verdict
+
+        return Verdict.from_dict(self._attrs.get("verdict"))
 
     @property
-    def converged(self):
-        return self.verdict.get("converged")
+    def converged(self) -> bool:
+        """`verdict.converged`."""
+        return self.verdict.converged
 
     def _flat(self) -> dict:
         return self._attrs.get("gaussian") or self._attrs.get("unconstrained") or {}
@@ -152,7 +156,7 @@ class LoadedResult:
 
     def to_dict(self) -> dict:
         """JSON-ready: the summary rows, verdict, settings and unconstrained moments."""
-        return {"kind": self.kind, "summary": self.summary(), "verdict": self.verdict,
+        return {"kind": self.kind, "summary": self.summary(), "verdict": self.verdict.to_dict(),
                 "settings": self.settings, **self._flat()}
 
     def save(self, path) -> Path:
@@ -172,7 +176,7 @@ class LoadedResult:
         post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
         shape = f"{post.sizes.get('chain', '?')} x {post.sizes.get('draw', '?')}"
         method = self.settings.get("method") or ""
-        conv = {True: "converged", False: "NOT CONVERGED", None: "no verdict"}[self.converged]
+        conv = "converged" if self.converged else "NOT CONVERGED"
         return (f"<LoadedResult {' '.join(filter(None, [self.kind, method]))}: "
                 f"{len(list(post.data_vars))} variables, "
                 f"chain x draw {shape}, {conv}{'' if self.path is None else ', ' + str(self.path)}>")

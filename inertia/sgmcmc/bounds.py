@@ -375,13 +375,13 @@ class W2Estimate(NamedTuple):
 
 
 def _ess(series: np.ndarray) -> float:
-    """ESS of a (chain, draw) series by numpyro's estimator (draw count when it is constant)."""
-    from numpyro.diagnostics import effective_sample_size
+    """Bulk ESS of a (chain, draw) series (`convergence.ess_bulk`; draw count when constant)."""
+    from ..convergence import ess_bulk
 
     if np.ptp(series) == 0:
         return float(series.size)
     s = series[..., None] if series.ndim == 2 else series
-    return float(np.asarray(effective_sample_size(s)).ravel()[0])
+    return float(ess_bulk(s).ravel()[0])
 
 
 def estimate_w2(draws: CoupledDraws, *, ot: bool = True, max_points: int = 2000) -> W2Estimate:

@@ -11,8 +11,11 @@ import numpy as np
 
 from . import kernels
 from .. import _warnings
+from .. import convergence
 from .. import diagnostics as shared_diagnostics
 from .._scope import entry_point, float64_methods
+from ..verdict import Verdict
+from .estimate import NoEstimateError, check_estimate_exists
 from .models import Model, from_loss, make_model
 from .offline import Curvature, offline
 from .predict import IAT, covariance_standard_errors, iat, stationary
@@ -68,6 +71,8 @@ class CalibrationResult:
             "max_z": self.max_z, "z_threshold": self.z_threshold, "warning": self.warning,
             "settings": self.settings, "seconds": self.seconds,
             "diagnostics": _diagnostics_json(self.diagnostics),
+            "converged": self.converged, "problems": list(self.verdict.problems),
+            "verdict": self.verdict.line(),
         }
 
     @property
@@ -85,9 +90,18 @@ class CalibrationResult:
         return list(self.diagnostics.names) if self.diagnostics is not None else None
 
     @property
-    def converged(self) -> Optional[bool]:
-        """The mixing verdict (R-hat, ESS); None with too few draws to judge."""
-        return None if self.diagnostics is None else bool(self.diagnostics.converged)
+    def verdict(self) -> Verdict:
+        """The run's `inertia.verdict.Verdict`: the chains' mixing (R-hat, ESS) and the covariance
+        check (`warning`), with max_z and its bound among the numbers."""
+        v = (self.diagnostics.as_verdict() if self.diagnostics is not None else
+             Verdict(False, ("too few draws to judge the chains' mixing",)))
+        v = v.with_numbers(max_z=self.max_z, z_threshold=self.z_threshold)
+        return v.with_problem(self.warning) if self.warning else v
+
+    @property
+    def converged(self) -> bool:
+        """`verdict.converged`: the chains mixed and the covariance check passed."""
+        return self.verdict.converged
 
     def summary(self) -> list:
         """Rows {name, mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail} of the draws."""
@@ -96,8 +110,10 @@ class CalibrationResult:
         return calibration_summary(self)
 
     def table(self, max_rows: Optional[int] = 40) -> str:
-        """Named table of the draws (mean, sd, quantiles, MCSE, R-hat, ESS) and the mixing verdict."""
-        return self.diagnostics.table(max_rows) + "\n" + self.diagnostics.verdict()
+        """Named table of the draws (mean, sd, quantiles, MCSE, R-hat, ESS), the mixing verdict and
+        the covariance check when it failed."""
+        out = self.diagnostics.table(max_rows) + "\n" + self.diagnostics.verdict()
+        return out + (f"\nNOT CONVERGED: {self.warning}" if self.warning else "")
 
     def to_arviz(self):
         """InferenceData of the draws by parameter name, the checks in the attributes."""
@@ -132,13 +148,9 @@ def rel_fro(A, B) -> float:
 
 
 def empirical_ess(draws: np.ndarray) -> np.ndarray:
-    """Effective sample size per coordinate of (chain, draw, dim) draws (numpyro's estimator;
-    NaN when numpyro is not installed)."""
-    try:
-        from numpyro.diagnostics import effective_sample_size
-    except ImportError:
-        return np.full(np.shape(draws)[-1], np.nan)
-    return np.asarray(effective_sample_size(np.asarray(draws)))
+    """Bulk effective sample size per coordinate of (chain, draw, dim) draws (ArviZ's
+    rank-normalised estimator, as the diagnostics)."""
+    return convergence.ess_bulk(draws)
 
 
 def _resolve_model(model, data, loss_kw) -> Model:
@@ -155,70 +167,6 @@ def _resolve_model(model, data, loss_kw) -> Model:
             raise ValueError("a loss function model needs dim=")
         return from_loss(model, data, loss_kw.pop("dim"), **loss_kw)
     raise ValueError("model must be a Model, a name ('linear', 'poisson', 'logistic') or a loss")
-
-
-class NoEstimateError(ValueError):
-    """theta_hat = argmin L does not exist (separation, all-zero counts) or is not unique;
-    `parameter` is the index the loss's escape direction weights most (None if not applicable)."""
-
-    def __init__(self, message: str, parameter: Optional[int] = None):
-        super().__init__(message)
-        self.parameter = parameter
-
-
-def _recession_direction(X: np.ndarray, zero_on: np.ndarray, sign: np.ndarray):
-    """A direction v != 0 with sign_i x_i^T v <= 0 for all i, = 0 where `zero_on`, and < 0 for
-    some i (the loss then decreases forever along v), by a linear program; None if there is none."""
-    import scipy.optimize
-
-    A = sign[:, None] * X                      # want A v <= 0, A v >= -1 (bounded), sum A v min
-    free = ~zero_on
-    A_ub = np.vstack([A[free], -A[free]])
-    b_ub = np.concatenate([np.zeros(free.sum()), np.ones(free.sum())])
-    A_eq = A[zero_on] if zero_on.any() else None
-    b_eq = np.zeros(zero_on.sum()) if zero_on.any() else None
-    res = scipy.optimize.linprog(A[free].sum(0), A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
-                                 bounds=[(None, None)] * X.shape[1], method="highs")
-    if res.status != 0 or res.fun > -1e-7:
-        return None
-    return res.x
-
-
-def check_estimate_exists(model: Model) -> None:
-    """Raise NoEstimateError when theta_hat does not exist or is not unique for a GLM without a
-    full-rank prior: fewer rows than parameters, collinear predictors, perfect or quasi-complete
-    separation (logistic), or a direction along which every count's mean can shrink (Poisson)."""
-    if not model.is_glm or np.linalg.matrix_rank(model.gamma) == model.dim:
-        return
-    X, y = np.asarray(model.X, np.float64), np.asarray(model.y, np.float64)
-    n, d = X.shape
-    if n > CHECK_ROWS and _subsample_proves_estimate(model, X, y):
-        return
-    kind = model.info.get("kind")
-    if n <= d and kind == "linear":
-        raise NoEstimateError(f"{n} observation(s) for {d} parameters: a linear model needs more "
-                              "rows than parameters (the residual scale would be 0)")
-    rank = np.linalg.matrix_rank(X)
-    if rank < d:
-        raise NoEstimateError(f"the design matrix has rank {rank} < {d} parameters (collinear or "
-                              "constant predictors, or too few rows): theta_hat is not unique; "
-                              "drop redundant columns or add rows")
-    v = None
-    if kind == "logistic":
-        v = _recession_direction(X, np.zeros(n, bool), -(2 * y - 1))
-        what = ("the classes are perfectly (or quasi-completely) separable by the predictors, so "
-                "the logistic MLE does not exist (the fit runs off to infinity)")
-    elif kind == "poisson":
-        v = _recession_direction(X, y > 0, np.ones(n))
-        what = ("the zero counts can be fitted exactly by letting some mean go to 0 (e.g. all "
-                "counts are 0), so the Poisson MLE does not exist")
-    if v is not None:
-        top = int(np.argmax(np.abs(v)))
-        raise NoEstimateError(f"{what}; the loss keeps decreasing along a direction weighted "
-                              f"most on parameter {top}. Remove the separating predictor(s) or "
-                              "add a prior (prior_precision=)", parameter=top)
-
-
 
 
 # in-memory (X, y) with more rows than this take the chunked path (`large`)
@@ -261,24 +209,105 @@ def _sharded(lm, devices, chunk):
                          params=lm.link.params, intercept=lm.intercept, chunk=chunk)
 
 
-# rows of the random subsample tried first by check_estimate_exists
-CHECK_ROWS = 20_000
+def _check_args(m, *, num_steps, target_ess, thin, num_chains, momentum, temperature,
+                batch_size, subsample) -> None:
+    """Clear errors for invalid arguments of `calibrate`."""
+    if num_steps is not None and num_steps < 2:
+        raise ValueError("num_steps must be at least 2")
+    if target_ess is not None and not target_ess > 0:
+        raise ValueError(f"target_ess must be positive; got {target_ess!r}")
+    if thin is not None and (int(thin) != thin or thin < 1):
+        raise ValueError(f"thin must be a whole number >= 1; got {thin}")
+    if int(num_chains) != num_chains or num_chains < 1:
+        raise ValueError(f"num_chains must be a whole number >= 1; got {num_chains}")
+    if not 0 <= momentum < 1:
+        raise ValueError(f"momentum must be in [0, 1) (1 means no friction: the iterates never "
+                         f"settle); got {momentum}")
+    if not (float(temperature) > 0):
+        raise ValueError(f"temperature (the inverse temperature beta) must be > 0 (inf for SGD); "
+                         f"got {temperature}")
+    if int(batch_size) != batch_size or not 1 <= batch_size <= m.num_obs:
+        raise ValueError(f"batch_size must be a whole number in [1, N = {m.num_obs}]; "
+                         f"got {batch_size}")
+    if subsample is not None and not 1 <= subsample:
+        raise ValueError(f"subsample must be >= 1; got {subsample}")
 
 
-def _subsample_proves_estimate(model: Model, X: np.ndarray, y: np.ndarray) -> bool:
-    """True when CHECK_ROWS random rows already have full rank and no escape direction: then all
-    rows have neither (a direction for all rows is one for the subsample, and a full-rank
-    subsample makes it strict on some of its rows)."""
-    idx = np.sort(np.random.default_rng(0).choice(X.shape[0], size=CHECK_ROWS, replace=False))
-    Xs, ys = X[idx], y[idx]
-    if np.linalg.matrix_rank(Xs) < X.shape[1]:
-        return False
-    kind = model.info.get("kind")
-    if kind == "logistic":
-        return _recession_direction(Xs, np.zeros(CHECK_ROWS, bool), -(2 * ys - 1)) is None
-    if kind == "poisson":
-        return _recession_direction(Xs, ys > 0, np.ones(CHECK_ROWS)) is None
-    return True
+def _curvature(m, lm, *, devices, chunk, subsample, seed, quad_rows, t0) -> tuple:
+    """Offline stage (theta_hat, J, I, Sigma*) after checking theta_hat exists: chunked passes for
+    a LargeGLM (sharded over `devices`), else in memory; (curvature, sharded rows or None, the
+    time its clock starts)."""
+    sharded = None
+    if lm is not None:
+        from .large import check_estimate_exists_large, offline_large
+
+        if devices is not None:
+            sharded = _sharded(lm, devices, chunk)
+        check_estimate_exists_large(lm, sharded, seed=seed)
+        return offline_large(lm, subsample=subsample, seed=seed, quad_rows=quad_rows,
+                             passes=sharded, chunk=chunk), sharded, t0
+    check_estimate_exists(m)
+    t0 = time.perf_counter()
+    return offline(m, subsample=subsample, seed=seed), sharded, t0
+
+
+def _starts(curv, st, init: str, num_chains: int, key) -> np.ndarray:
+    """Chain starts (chain, dim): theta_hat + N(0, predicted Sigma) ("stationary") or theta_hat."""
+    starts = np.tile(curv.theta_hat, (num_chains, 1))
+    if init == "stationary":
+        z = np.asarray(jax.random.normal(key, starts.shape))
+        return starts + z @ np.linalg.cholesky(st.cov).T
+    if init != "map":
+        raise ValueError("init must be 'stationary' or 'map'")
+    return starts
+
+
+def _run_chains(m, lm, sharded, Lambda, tau, starts, key, *, fixed, num_steps, burn_in, thin,
+                target_ess, max_steps, num_chains, batch_size, temperature, replacement,
+                momentum) -> tuple:
+    """SG(L)D draws (chain, draw, dim): exactly num_steps in one compiled program (in memory,
+    fixed), or blocks until `stream.run_to_ess` stops; (draws, burn_in, thin, steps run)."""
+    from . import stream
+
+    motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
+                  momentum=momentum)
+    if fixed and lm is None:
+        thin = 1 if thin is None else int(thin)
+        if burn_in is None:
+            burn_in = min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
+        num_draws = (num_steps - burn_in) // thin
+        if num_draws < 2:
+            raise ValueError("too few draws after burn-in; increase num_steps or lower "
+                             "burn_in/thin")
+        run = kernels.make_sampler(m, num_draws=num_draws, thin=thin, burn_in=burn_in, **motion)
+        return np.asarray(run(key, Lambda, starts)), burn_in, thin, num_steps
+    tau_max = max(tau.worst, float(np.max(tau.per_coord)))
+    if thin is None:
+        thin = 1 if fixed else max(1, int(tau_max // 8))
+    if burn_in is None:
+        burn_in = (min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
+                   if fixed else int(math.ceil(3 * tau.worst)))
+    if num_steps is not None:
+        first = num_steps - burn_in if fixed else num_steps
+    else:
+        first = int(math.ceil(1.2 * target_ess * tau_max / num_chains))
+    num_draws = max(first // thin, 4)
+    if fixed and first // thin < 2:
+        raise ValueError("too few draws after burn-in; increase num_steps or lower "
+                         "burn_in/thin")
+    max_draws = (None if max_steps is None else max(num_draws, int(max_steps) // thin))
+    if max_draws is None and not fixed:
+        max_draws = 10 * num_draws
+    if sharded is not None:
+        runner = stream.DeviceRunner(lm, sharded, Lambda=Lambda, **motion)
+    elif lm is not None:
+        runner = stream.SourceRunner(lm, Lambda=Lambda, **motion)
+    else:
+        runner = stream.ModelRunner(m, Lambda=Lambda, **motion)
+    draws, kept = stream.run_to_ess(runner, key, starts, burn_in=burn_in, num_draws=num_draws,
+                                    thin=thin, target_ess=None if fixed else target_ess,
+                                    max_draws=max_draws)
+    return draws, burn_in, thin, burn_in + kept * thin
 
 
 @entry_point()  # float64, one BLAS thread, fewer GC passes (inertia._scope)
@@ -315,8 +344,6 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     from .._random import check_seed
 
     seed = check_seed(seed)
-    from . import stream
-
     kw = dict(model_kw)
     lm = _resolve_large(model, data, kw, large if devices is None else True, chunk)
     if lm is None and devices is not None:
@@ -335,97 +362,25 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
                     engine="chunked" if lm is not None else "in-memory",
                     devices=None if devices is None else len(
                         jax.devices() if devices == "all" else list(devices)))
-    if num_steps is not None and num_steps < 2:
-        raise ValueError("num_steps must be at least 2")
-    if target_ess is not None and not target_ess > 0:
-        raise ValueError(f"target_ess must be positive; got {target_ess!r}")
-    if thin is not None and (int(thin) != thin or thin < 1):
-        raise ValueError(f"thin must be a whole number >= 1; got {thin}")
-    if int(num_chains) != num_chains or num_chains < 1:
-        raise ValueError(f"num_chains must be a whole number >= 1; got {num_chains}")
-    if not 0 <= momentum < 1:
-        raise ValueError(f"momentum must be in [0, 1) (1 means no friction: the iterates never "
-                         f"settle); got {momentum}")
-    if not (float(temperature) > 0):
-        raise ValueError(f"temperature (the inverse temperature beta) must be > 0 (inf for SGD); "
-                         f"got {temperature}")
-    if int(batch_size) != batch_size or not 1 <= batch_size <= m.num_obs:
-        raise ValueError(f"batch_size must be a whole number in [1, N = {m.num_obs}]; "
-                         f"got {batch_size}")
-    if subsample is not None and not 1 <= subsample:
-        raise ValueError(f"subsample must be >= 1; got {subsample}")
+    _check_args(m, num_steps=num_steps, target_ess=target_ess, thin=thin, num_chains=num_chains,
+                momentum=momentum, temperature=temperature, batch_size=batch_size,
+                subsample=subsample)
     t0 = time.perf_counter()
-    sharded = None
-    if lm is not None:
-        from .large import check_estimate_exists_large, offline_large
-
-        if devices is not None:
-            sharded = _sharded(lm, devices, chunk)
-        check_estimate_exists_large(lm, sharded, seed=seed)
-        curv = offline_large(lm, subsample=subsample, seed=seed, quad_rows=quad_rows,
-                             passes=sharded, chunk=chunk)
-    else:
-        check_estimate_exists(m)
-        t0 = time.perf_counter()
-        curv = offline(m, subsample=subsample, seed=seed)
+    curv, sharded, t0 = _curvature(m, lm, devices=devices, chunk=chunk, subsample=subsample,
+                                   seed=seed, quad_rows=quad_rows, t0=t0)
     t1 = time.perf_counter()
-    tun = tune(curv, method=tuning, batch_size=batch_size, temperature=temperature,
-               replacement=replacement, momentum=momentum)
-    st = stationary(curv, tun.Lambda, batch_size=batch_size, temperature=temperature,
-                    replacement=replacement, momentum=momentum)
+    motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
+                  momentum=momentum)
+    tun = tune(curv, method=tuning, **motion)
+    st = stationary(curv, tun.Lambda, **motion)
     tau = iat(st)
     t2 = time.perf_counter()
-    key = jax.random.key(seed)
-    k_init, k_run = jax.random.split(key)
-    starts = np.tile(curv.theta_hat, (num_chains, 1))
-    if init == "stationary":
-        z = np.asarray(jax.random.normal(k_init, starts.shape))
-        starts = starts + z @ np.linalg.cholesky(st.cov).T
-    elif init != "map":
-        raise ValueError("init must be 'stationary' or 'map'")
-    if fixed and lm is None:
-        thin = 1 if thin is None else int(thin)
-        if burn_in is None:
-            burn_in = min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
-        num_draws = (num_steps - burn_in) // thin
-        if num_draws < 2:
-            raise ValueError("too few draws after burn-in; increase num_steps or lower "
-                             "burn_in/thin")
-        run = kernels.make_sampler(m, batch_size=batch_size, num_draws=num_draws,
-                                   replacement=replacement, thin=thin, burn_in=burn_in,
-                                   temperature=temperature, momentum=momentum)
-        draws = np.asarray(run(k_run, tun.Lambda, starts))
-    else:
-        tau_max = max(tau.worst, float(np.max(tau.per_coord)))
-        if thin is None:
-            thin = 1 if fixed else max(1, int(tau_max // 8))
-        if burn_in is None:
-            burn_in = (min(num_steps // 2, max(num_steps // 10, int(math.ceil(3 * tau.worst))))
-                       if fixed else int(math.ceil(3 * tau.worst)))
-        if num_steps is not None:
-            first = num_steps - burn_in if fixed else num_steps
-        else:
-            first = int(math.ceil(1.2 * target_ess * tau_max / num_chains))
-        num_draws = max(first // thin, 4)
-        if fixed and first // thin < 2:
-            raise ValueError("too few draws after burn-in; increase num_steps or lower "
-                             "burn_in/thin")
-        max_draws = (None if max_steps is None else max(num_draws, int(max_steps) // thin))
-        if max_draws is None and not fixed:
-            max_draws = 10 * num_draws
-        rkw = dict(Lambda=tun.Lambda, batch_size=batch_size, replacement=replacement,
-                   temperature=temperature, momentum=momentum)
-        if sharded is not None:
-            runner = stream.DeviceRunner(lm, sharded, **rkw)
-        elif lm is not None:
-            runner = stream.SourceRunner(lm, **rkw)
-        else:
-            runner = stream.ModelRunner(m, **rkw)
-        draws, kept = stream.run_to_ess(runner, k_run, starts, burn_in=burn_in,
-                                        num_draws=num_draws, thin=thin,
-                                        target_ess=None if fixed else target_ess,
-                                        max_draws=max_draws)
-        num_steps = burn_in + kept * thin
+    k_init, k_run = jax.random.split(jax.random.key(seed))
+    starts = _starts(curv, st, init, num_chains, k_init)
+    draws, burn_in, thin, num_steps = _run_chains(
+        m, lm, sharded, tun.Lambda, tau, starts, k_run, fixed=fixed, num_steps=num_steps,
+        burn_in=burn_in, thin=thin, target_ess=target_ess, max_steps=max_steps,
+        num_chains=num_chains, **motion)
     settings.update(burn_in=int(burn_in), thin=int(thin), num_steps=int(num_steps))
     t3 = time.perf_counter()
     if not np.all(np.isfinite(draws)):

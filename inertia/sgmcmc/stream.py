@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import kernels
+from .. import convergence
 from ..data.sources import ArraySource
 from .models import _LINKS, Model
 
@@ -258,34 +259,30 @@ def init_states(positions):
 def run_to_ess(runner, key, starts, *, burn_in: int, num_draws: int, thin: int,
                target_ess=None, max_draws=None):
     """Burn in, run `num_draws` kept draws, then (with target_ess) continue in growing blocks
-    until every coordinate has bulk ESS >= target_ess and rank R-hat <= 1.01, or max_draws.
+    until `convergence.StopRule` is met (every bulk ESS >= target_ess and, with two or more
+    chains, every rank R-hat <= 1.01; one chain: ESS alone), or max_draws.
 
     Returns (draws (chain, draw, dim), kept draws run). Same key -> same numbers.
     """
-    from ..diagnostics import arviz_stats, prefetch
-
-    prefetch()  # the diagnostics' ArviZ loads while the chains run
+    convergence.prefetch()  # the diagnostics' ArviZ loads while the chains run
     k_burn, k_run = jax.random.split(key)
     states = init_states(starts)
     if burn_in:
         states, _ = runner.advance(k_burn, states, 1, thin=int(burn_in))
-    cap = int(max_draws) if max_draws is not None else None
-    chunks, done, goal = [], 0, int(num_draws)
-    while True:
-        states, dr = runner.advance(jax.random.fold_in(k_run, done), states, goal - done, thin)
+    chunks, run = [], {"states": states, "done": 0}
+
+    def advance(n):
+        run["states"], dr = runner.advance(jax.random.fold_in(k_run, run["done"]), run["states"],
+                                           n, thin)
         chunks.append(dr)
-        done = goal
-        if target_ess is None or (cap is not None and done >= cap):
-            break
+        run["done"] += n
+
+    def view():
         draws = np.concatenate(chunks, axis=1)
-        if not np.all(np.isfinite(draws)) or draws.shape[1] < 4:
-            break
-        st = arviz_stats(draws)
-        ess = float(np.nanmin(st["ess_bulk"])) if np.isfinite(st["ess_bulk"]).any() else 0.0
-        if ess >= target_ess and np.nanmax(st["rhat"]) <= 1.01:
-            break
-        want = int(math.ceil(done * max(1.5, 1.1 * target_ess / max(ess, 1.0))))
-        goal = want if cap is None else min(cap, want)
+        return draws if np.all(np.isfinite(draws)) and draws.shape[1] >= 4 else None
+
+    rule = convergence.StopRule(target_ess, cap=None if max_draws is None else int(max_draws))
+    done, _ = convergence.run_until_converged(advance, int(num_draws), rule, view=view)
     return np.concatenate(chunks, axis=1), done
 
 

@@ -93,14 +93,14 @@ def per_draw(draws, X_test, y_test, *, chunk: int = 4096) -> np.ndarray:
 
 def empirical(draws, X_test, y_test) -> EmpiricalTestLoss:
     """Test loss averaged over SGD iterates (chain, draw, D), with an ESS-based standard error
-    (numpyro's estimator on the per-draw loss series); iid samples (n, D) count as one chain."""
-    from numpyro.diagnostics import effective_sample_size
+    (ArviZ's bulk ESS of the per-draw loss series); iid samples (n, D) count as one chain."""
+    from ..convergence import ess_bulk
 
     losses = per_draw(draws, X_test, y_test)
     series = losses if losses.ndim == 2 else losses[None, :]
     n = series.size
     if series.shape[1] >= 4 and np.ptp(series) > 0:
-        ess = float(np.asarray(effective_sample_size(series[..., None])).ravel()[0])
+        ess = float(ess_bulk(series[..., None]).ravel()[0])
         ess = min(max(ess, 1.0), float(n))
     else:
         ess = float(n)

@@ -90,9 +90,23 @@ class Target:
             raise TargetError(f"curvature bounds need alpha <= beta, got alpha={a} > beta={b}")
 
     def __repr__(self) -> str:
-        from ..results.api import target_repr
+        t = self
+        bounds = (f", alpha = {t.alpha:.4g}, beta = {t.beta:.4g}" if t.alpha is not None
+                  and t.beta is not None else "")
+        parts = [p for p in ("expectations" if t.expectations is not None else "",
+                             "observations" if t.observations is not None else "",
+                             "numpyro" if "numpyro" in (t.info or {}) else "") if p]
+        return (f"<Target {t.name}: dim {t.dim}{bounds}"
+                f"{', ' + ', '.join(parts) if parts else ''}"
+                f"{'' if t.dtype == 'float64' else ', ' + t.dtype}>")
 
-        return target_repr(self)
+    def gradient_flops(self) -> float:
+        """Flops of one value-and-gradient evaluation of the potential (HLO cost analysis of its
+        lowered program; the lowering is reused when that program is compiled later)."""
+        x = jax.ShapeDtypeStruct((self.dim,), jax.dtypes.canonicalize_dtype(jnp.float64))
+        cost = jitted(self, "value_and_grad").lower(x).cost_analysis()
+        cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+        return float((cost or {}).get("flops", 0.0))
 
     @property
     def kappa(self) -> float:

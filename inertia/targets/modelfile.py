@@ -253,7 +253,7 @@ def target_from_file(spec: str, data=None) -> Target:
                                recast=recast)
     check_arguments(fn, name, data, path)  # a typed data file's names against NAME's
     _check_numpyro_call(fn, name, columns, path, module)
-    from . import from_numpyro
+    from .numpyro import from_numpyro
 
     try:
         _check_unobserved(fn, name, columns, path)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 def add_parser(sub):
     from .._names import DATASETS, VI_METHODS, VI_MODELS
-    from ..cli import Formatter, positive_float, positive_int
+    from .._cliargs import Formatter, positive_float, positive_int
 
     p = sub.add_parser(
         "fit", help="fit a Gaussian approximation (accelerated Gaussian VI)",
@@ -93,7 +93,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..cli import check_outputs
+    from .._cliargs import check_outputs
 
     check_outputs((("--json", args.json), ("--plot", args.plot),
                    ("--save", getattr(args, "save", None))))
@@ -135,14 +135,8 @@ def run(args) -> int:
         plot_fit(res, args.plot)
         print(f"wrote {args.plot}")
     if not res.converged:
-        if getattr(args, "allow_unconverged", False):
-            print("warning: the fit has not converged (see above); exit status 0 because of "
-                  "--allow-unconverged", file=sys.stderr)
-            return 0
-        print("error: the fit has not converged (see above): the numbers are not to be trusted. "
-              "Raise --steps, check the model, or pass --allow-unconverged to exit with status 0",
-              file=sys.stderr)
-        return EXIT_UNCONVERGED
+        return res.verdict.exit(getattr(args, "allow_unconverged", False), "the fit has",
+                                "Raise --steps, check the model")
     if res.quality is not None and res.quality["verdict"] == "unreliable":
         if getattr(args, "allow_unreliable", False):
             print("warning: the Gaussian is an unreliable approximation (see above); exit status "
@@ -155,7 +149,6 @@ def run(args) -> int:
     return 0
 
 
-EXIT_UNCONVERGED = 3  # as `inertia sample`
 EXIT_UNRELIABLE = 4  # converged, but q is a poor approximation (vi.quality: k-hat > 0.7)
 
 

@@ -11,7 +11,6 @@ import numpy as np
 from .. import _warnings
 from .._random import host_normal
 from .._scope import float64_methods
-from .verdict import headline
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -71,11 +70,16 @@ class FitResult:
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
 
     @property
-    def converged(self) -> Optional[bool]:
-        """The verdict of `stopped` (always set by `fit`; False after a divergence)."""
-        from ..results.build import fit_verdict
+    def verdict(self):
+        """The run's `inertia.verdict.Verdict`, from `stopped` (False after a divergence)."""
+        from .verdict import as_verdict
 
-        return fit_verdict(self)["converged"]
+        return as_verdict(self.stopped, self.diverged)
+
+    @property
+    def converged(self) -> bool:
+        """`verdict.converged`."""
+        return self.verdict.converged
 
     @property
     def multi_seed(self) -> bool:
@@ -125,8 +129,8 @@ class FitResult:
             "final_objective": self.final_objective, "bounds": self.bounds,
             "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
-            "converged": self.converged, "verdict": headline(self.stopped) or "converged",
-            "quality": self.quality,
+            "converged": self.converged, "verdict": self.verdict.line(),
+            "problems": list(self.verdict.problems), "quality": self.quality,
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -137,7 +141,7 @@ class FitResult:
         from ..results.build import fit_summary
         from .quality import corrected_rows
 
-        line = headline(self.stopped)
+        line = None if self.converged else self.verdict.line()
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
                           RuntimeWarning)
@@ -158,8 +162,7 @@ class FitResult:
     def verdict_lines(self) -> list:
         """NOT CONVERGED and its reason (when the optimiser did not converge), the approximation's
         quality, and which columns are importance-corrected."""
-        line = headline(self.stopped)
-        out = [] if line is None else [line]
+        out = [] if self.converged else [self.verdict.line()]
         if self.quality is not None:
             out.append(self.quality["message"])
             if self.quality.get("corrected"):

@@ -14,6 +14,7 @@ from typing import Optional
 import numpy as np
 
 from .. import _warnings
+from ..verdict import Verdict
 from .auto import boundary
 
 PLATEAU_TOL = 1e-4  # nats over the last window: the automatic stopping rule's default
@@ -125,17 +126,27 @@ def with_quality(stopped: Optional[dict], quality: dict) -> dict:
     if quality["verdict"] == "unreliable":
         out["problems"] = [*(out.get("problems") or []), quality["message"]]
     return out
+def as_verdict(stopped: Optional[dict], diverged: Optional[dict] = None) -> Verdict:
+    """The `inertia.verdict.Verdict` of a fit's stop record: its reason the one problem when it
+    did not converge (or diverged), its other entries the numbers."""
+    if not stopped:
+        return Verdict(False, ("no verdict",))
+    numbers = {k: v for k, v in stopped.items()
+               if k not in ("reason", "converged", "numbers", "problems", "quality")}
+    numbers.update(stopped.get("numbers") or {})
+    if stopped.get("quality"):  # beside the optimiser's verdict (vi.quality), not a problem of it
+        numbers["approximation_quality"] = stopped["quality"]["verdict"]
+    if stopped.get("converged") and not diverged:
+        return Verdict(True, (), numbers)
+    reason = str(stopped.get("reason") or "diverged")
+    return Verdict(False, (reason.removeprefix("NOT CONVERGED: "),), numbers)
 
 
 def headline(stopped: Optional[dict]) -> Optional[str]:
     """The NOT CONVERGED line of the printed results, or None when the run converged."""
-    if stopped is None:
-        return "NOT CONVERGED: no verdict"
-    if stopped.get("converged"):
-        return None
-    reason = str(stopped.get("reason", ""))
-    return reason if reason.startswith("NOT CONVERGED") else f"NOT CONVERGED: {reason}"
+    v = as_verdict(stopped)
+    return None if v.converged else v.line()
 
 
-__all__ = ["not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
+__all__ = ["as_verdict", "not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
            "improper_verdict", "budget_verdict", "with_quality", "headline", "PLATEAU_TOL"]

@@ -82,8 +82,10 @@ def test_cli_contract(tmp_path, make_hetero):
         ["calibrate", "--csv", str(csv_path), "--response", "y", "--model", "linear",
          "--batch-size", "10", "--tuning", "dq-exact", "--steps", "3000", "--seed", "1",
          "--json", str(out), "--subsample", "150", "--without-replacement"])
-    assert args.func(args) == 0
+    rc = args.func(args)
     js = json.loads(out.read_text())
+    assert rc == (0 if js["converged"] else 3) and js["verdict"].startswith(
+        "converged" if rc == 0 else "NOT CONVERGED: ") and (rc == 0) is (not js["problems"])
     for k in ("lambda", "theta_hat", "sandwich", "target_cov", "predicted_cov", "empirical_cov",
               "iat"):
         assert k in js
@@ -94,7 +96,8 @@ def test_cli_contract(tmp_path, make_hetero):
     args = _parser().parse_args(
         ["calibrate", "--csv", str(csv_path), "--response", "y", "--model", "linear",
          "--loss", "beta", "--beta-div", "1.3", "--batch-size", "10", "--tuning", "dq-exact",
-         "--steps", "2000", "--seed", "1", "--temperature", "2000", "--momentum", "0.3"])
+         "--steps", "2000", "--seed", "1", "--temperature", "2000", "--momentum", "0.3",
+         "--allow-unconverged"])
     assert args.func(args) == 0
 
 

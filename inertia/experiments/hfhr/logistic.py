@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from ...convergence import ess_bulk
 from ...plots import _plt
 from .._runner import cell_key, markdown_table, run_cells, save_plot, start
 from .._runner import finish as _finish
@@ -29,7 +30,6 @@ def _nuts_reference(target, chains, warmup, samples, seed=0):
     try:
         import jax
         import jax.numpy as jnp
-        from numpyro.diagnostics import effective_sample_size
         from numpyro.infer import MCMC, NUTS
     except ImportError as err:
         raise ImportError("hfhr-logistic needs NumPyro for its NUTS reference: "
@@ -42,7 +42,7 @@ def _nuts_reference(target, chains, warmup, samples, seed=0):
     x = np.asarray(mc.get_samples(group_by_chain=True))
     flat = x.reshape(-1, target.dim)
     return {"mean": flat.mean(0), "cov": np.cov(flat, rowvar=False),
-            "ess_min": float(np.min(np.asarray(effective_sample_size(x)))),
+            "ess_min": float(np.min(ess_bulk(x))),
             "draws": int(flat.shape[0]), "seconds": time.perf_counter() - t0}
 
 

@@ -1,0 +1,75 @@
+"""The one run-until-converged loop (`inertia.convergence`): its rule, its extension schedule, and
+SG-MCMC's one-chain run stopping when its ESS is reached."""
+import warnings
+
+import numpy as np
+import pytest
+
+from inertia.convergence import StopRule, ess_bulk, run_until_converged
+
+
+def _iid_runner(num_chains, seed=0):
+    """advance/view over i.i.d. N(0, 1) draws (chain, draw, 2): ESS about chains x draws."""
+    rng = np.random.default_rng(seed)
+    chunks = []
+
+    def advance(n):
+        chunks.append(rng.normal(size=(num_chains, n, 2)))
+
+    return chunks, advance, lambda: np.concatenate(chunks, axis=1)
+
+
+@pytest.mark.parametrize("num_chains", [1, 4])
+def test_loop_stops_at_the_target_and_not_before(num_chains):
+    """i.i.d. draws: the loop stops at the first judged total whose bulk ESS reaches the target
+    (one chain: ESS alone, R-hat is not defined), and that total is well under the cap."""
+    chunks, advance, view = _iid_runner(num_chains)
+    goals = []
+    rule = StopRule(1000.0, cap=100_000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no "All-NaN slice" with one chain
+        done, why = run_until_converged(advance, 100, rule, view=view, on_extend=goals.append)
+    x = view()
+    assert why == "converged" and x.shape[1] == done < 100_000
+    assert np.min(ess_bulk(x)) >= 1000.0
+    if len(chunks) > 1:  # the total before the last extension fell short
+        assert np.min(ess_bulk(x[:, :done - chunks[-1].shape[1]])) < 1000.0
+    # an i.i.d. run needs about 1000 / chains draws; the schedule overshoots by <= 1.1 x 1.5 x
+    assert done <= 2.0 * 1000.0 / num_chains + 100
+
+
+def test_next_goal_schedule_and_cap():
+    """1.1 x the draws the ESS rate predicts, at least 1.5 x, whole blocks, growth and cap bounds."""
+    assert StopRule(400.0).next_goal(100, 100.0) in (440, 441)   # 100 x 1.1 x 4, rounded up
+    assert StopRule(400.0).next_goal(100, 390.0) == 150          # at least 1.5 x
+    assert StopRule(400.0, block=64).next_goal(100, 100.0) == 448  # 7 blocks of 64
+    assert StopRule(400.0, max_growth=4.0).next_goal(100, 1.0) == 400
+    assert StopRule(400.0, cap=300).next_goal(100, 1.0) == 300
+    chunks, advance, view = _iid_runner(2)
+    done, why = run_until_converged(advance, 50, StopRule(1e9, cap=400), view=view)
+    assert (done, why) == (400, "cap") and view().shape[1] == 400
+
+
+def test_halt_and_unjudged_stop_at_once():
+    chunks, advance, view = _iid_runner(2)
+    assert run_until_converged(advance, 10, StopRule(1e9), view=view, halt=lambda: True) == (
+        10, "halted")
+    assert run_until_converged(advance, 10, StopRule(1e9), view=lambda: None) == (10, "unjudged")
+    assert run_until_converged(advance, 10, StopRule(None), view=view) == (10, "fixed")
+
+
+def test_one_chain_calibrate_stops_at_its_target_ess():
+    """One SG(L)D chain with target_ess stops once its bulk ESS reaches the target: R-hat (NaN with
+    one chain) must not keep it running to max_steps (~2 s warm, 8 s with its compilations)."""
+    from inertia.sgmcmc import calibrate
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 2))
+    y = (X @ np.array([1.0, -1.0]) + rng.normal(size=500) > 0).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        res = calibrate("logistic", (X, y), batch_size=25, seed=0, target_ess=100, num_chains=1,
+                        max_steps=200_000)
+    assert res.draws.shape[0] == 1
+    assert np.min(ess_bulk(res.draws)) >= 100
+    assert res.settings["num_steps"] < 50_000, res.settings

@@ -1,0 +1,103 @@
+"""The package's import graph, read from the source with `ast` (module-level and function-level
+imports alike): no circles, and no arrows up into the command line or experiments' private
+helpers (~0.3 s)."""
+import ast
+from pathlib import Path
+
+import inertia
+
+ROOT = Path(inertia.__file__).parent
+
+
+def _modules() -> dict:
+    """module name -> (path, is package)."""
+    out = {}
+    for p in ROOT.rglob("*.py"):
+        parts = list(p.relative_to(ROOT.parent).with_suffix("").parts)
+        is_pkg = parts[-1] == "__init__"
+        out[".".join(parts[:-1] if is_pkg else parts)] = (p, is_pkg)
+    return out
+
+
+def _known(name: str, mods: dict):
+    """The module `name` names, or the module an attribute `name` lives in."""
+    while name and name not in mods:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> dict:
+    """module -> set of inertia modules it imports (anywhere in its source)."""
+    mods = _modules()
+    graph = {}
+    for mod, (path, is_pkg) in mods.items():
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                out.update(_known(a.name, mods) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    base = base[:len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for a in node.names:
+                    out.add(_known(f"{target}.{a.name}", mods))
+        graph[mod] = {m for m in out if m and m != mod and m.startswith("inertia")}
+    return graph
+
+
+def cycles(graph: dict) -> list:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while not comp or comp[-1] != v:
+                comp.append(stack.pop())
+                on.discard(comp[-1])
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_sees_imports_of_every_kind():
+    g = import_graph()
+    assert "inertia.convergence" in g["inertia.sgmcmc.stream"]       # from .. import convergence
+    assert "inertia.mcmc.kernels" in g["inertia.mcmc.sample"]        # from .kernels import ...
+    assert "inertia.verdict" in g["inertia.results.store"]           # a function-level import
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_circles():
+    assert cycles(import_graph()) == []
+
+
+def test_no_upward_arrows():
+    """Only the entry point imports the command line; only experiments import their private
+    helpers."""
+    bad = []
+    for mod, deps in import_graph().items():
+        for dep in deps:
+            if dep == "inertia.cli" and mod != "inertia.__main__":
+                bad.append((mod, dep))
+            private = dep.startswith("inertia.experiments.") and \
+                dep.rpartition(".")[2].startswith("_")
+            if private and not mod.startswith("inertia.experiments"):
+                bad.append((mod, dep))
+    assert bad == []
