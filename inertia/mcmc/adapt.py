@@ -69,9 +69,7 @@ def frame_value_and_grad(target, mean, factor):
                                  _compile.device(factor, np.float64))
 
 
-@functools.lru_cache(maxsize=32)
-def _vg(target):
-    return jax.value_and_grad(target.potential)
+_vg = frames.value_and_grad_of  # one cached (V, grad V) per target, shared with the frames
 
 
 def _frame_vg(parent, mean, factor, z):

@@ -82,6 +82,12 @@ FRAMES = {"diagonal": "diag(s)", "low-rank": "diag(s) (I + U diag(sqrt(lam) - 1)
 KINDS = ("auto", "dense") + tuple(FRAMES)
 
 
+
+@functools.lru_cache(maxsize=32)
+def value_and_grad_of(target):
+    """jax.value_and_grad of the target's potential, one per target (compiled programs key on it)."""
+    return jax.value_and_grad(target.potential)
+
 def uses_dense(d: int, frame: str = "auto") -> bool:
     """Whether the warm-up uses the dense frame: forced, or auto with d <= DENSE_MAX_DIM."""
     if frame not in KINDS:
@@ -171,9 +177,8 @@ def eigenvalues(z):
 def frame_value_and_grad(target, frame: Frame):
     """(V_w, grad V_w) of V_w(z) = V(m + F z) as a pytree function whose frame arrays are traced
     (one compilation of the chains for every frame of the same kind and rank)."""
-    from .adapt import _vg
 
-    return jax.tree_util.Partial(_frame_fn(_vg(target)), frame.on_device())
+    return jax.tree_util.Partial(_frame_fn(value_and_grad_of(target)), frame.on_device())
 
 
 @functools.lru_cache(maxsize=32)

@@ -109,7 +109,7 @@ def _whitened_kappa(target, mode, factor, seed):
 def _vi_fit(target, seed, **budget):
     """(mean, Cholesky factor, gradient evaluations, note) from inertia.vi.fit, or None on failure."""
     try:
-        from ..vi import fit
+        from ..vi.fit import fit
 
         with warnings.catch_warnings():  # a budgeted preconditioning run ends unconverged by design
             if budget:

@@ -4,7 +4,8 @@
 """
 from . import family
 from .estimators import ESTIMATORS, Estimator
-from .fit import FitResult, fit, hitting_step, make_kernel
+from .fit import FitResult, hitting_step, make_kernel
+from .ensure import fit  # after .fit: the function, not the module, is inertia.vi.fit
 from .options import FitOptions
 from .objective import Reference, entropy, gaps, objective, reference
 from .registry import METHODS, PAPER_METHODS, Method, get_method, momentum

@@ -121,7 +121,9 @@ def run(args) -> int:
     with warnings.catch_warnings():  # the printout says NOT CONVERGED itself
         warnings.simplefilter("ignore", RuntimeWarning)
         out["summary"] = res.summary()
-    print(report(res, out, total))
+    from .result import report_text
+
+    print(report_text(res, out, total))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1))
@@ -150,51 +152,3 @@ def run(args) -> int:
 
 
 EXIT_UNRELIABLE = 4  # converged, but q is a poor approximation (vi.quality: k-hat > 0.7)
-
-
-def report(res, out, total) -> str:
-    """The printed result: how it ran, whether it converged, and the posterior table."""
-    from ..posterior import format_table
-
-    last = out["checkpoints"][-1]
-    lines = [f"{res.method} ({'accelerated' if res.accelerated else 'plain'}), b = "
-             f"{res.batch_size}, {res.num_steps} updates | {last['grad_evals']} gradient + "
-             f"{last['hvp_evals']} HVP queries | "
-             f"{'' if res.dtype == 'float64' else res.dtype + ' | '}run {last['seconds']:.2f}s "
-             f"(compile {res.compile_seconds:.2f}s"
-             + ("" if total is None else f", total {total:.2f}s") + ")"]
-    if res.curvature:
-        c = res.curvature
-        where = ("in coordinates whitened by the Laplace start; target's "
-                 if res.bounds.get("whitened") else "")
-        lines.append(f"bounds estimated: alpha = {res.bounds['alpha']:.3g}, beta = "
-                     f"{res.bounds['beta']:.3g} ({where}Hessian spectrum "
-                     f"[{min(c['lambda_min']):.3g}, {max(c['lambda_max']):.3g}] at the MAP and "
-                     f"Laplace draws, margin x{c['margin']:g})")
-    if out["final_gap"] is not None:
-        lines.append(f"final gap {out['final_gap']:.3e} nats (exact)")
-    if out.get("final_objective") is not None:
-        se = last.get("objective_stderr")
-        lines.append(f"objective F(q) = {out['final_objective']:.6g}"
-                     + (f" +- {se:.2g} (Monte Carlo s.e.)" if se is not None else ""))
-    if res.stopped:
-        lines.append(f"stopped at update {res.stopped['step']}: {res.stopped['reason']}")
-    for e in res.events:
-        lines.append(f"note: {e['event']} at update {e['step']}"
-                     + (f" ({e['reason']})" if "reason" in e else ""))
-    if res.diverged:
-        lines.append(f"warning: diverged at step {res.diverged['step']} "
-                     f"({res.diverged['reason']}); result is the last finite state")
-    if not res.converged:
-        lines.append(out.get("verdict") or "NOT CONVERGED")
-    if res.quality is not None:
-        q = res.quality
-        lines.append(f"{q['message']} [check {q['seconds']:.2f}s]")
-    lines.append("posterior (Gaussian approximation; constrained marginals"
-                 + ("; *_psis columns importance-corrected (PSIS)"
-                    if res.quality is not None and res.quality.get("corrected") else "")
-                 + ("); NOT CONVERGED, not to be trusted:" if not res.converged else "):"))
-    from .result import table_columns
-
-    lines.append(format_table(out["summary"], table_columns(out["summary"])))
-    return "\n".join(lines)

@@ -28,7 +28,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
         seed: int | Sequence[int] = 0, batch_size: Optional[int] = None,
         step_size: Optional[float] = None, init=None, progress: bool = False,
         dtype: str = "float64", options: Optional[FitOptions] = None, quality: bool = True,
-        ensure: Optional[str] = None, **keywords) -> FitResult:
+        **keywords) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
@@ -60,9 +60,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     and the results stay float64 (docs/benchmarks/speed.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
-    if ensure not in (None, "adequate", "usable"):
-        raise ValueError(f"ensure must be None, 'adequate' or 'usable', got {ensure!r}")
-    if quality or ensure is not None:  # PSIS (vi.quality) needs ArviZ at the end: import it meanwhile
+    if quality:  # PSIS (vi.quality) needs ArviZ at the end: import it meanwhile
         from .. import _prefetch
 
         _prefetch.module("arviz")
@@ -120,12 +118,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                          prep.curvature)
     finally:
         bar.close()
-    res = _finish(res, source, target, prep, wh, chosen, dtype, quality or ensure is not None)
-    if ensure is not None:
-        from .escalate import escalate
-
-        return escalate(res, source, ensure, seed=seeds[0], progress=progress)
-    return res
+    return _finish(res, source, target, prep, wh, chosen, dtype, quality)
 
 
 def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
