@@ -13,7 +13,7 @@ import numpy as np
 from .. import _warnings
 from .. import _compile
 from .._random import check_seed
-from . import chains
+from . import chains, gradcheck
 from .kernels import Method, Params, get_method
 
 
@@ -567,6 +567,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
         state = _start(m, target.grad, q0, split3[:, 1])
         block = 1000
         bias = _gaussian_bias(target, m, params)
+    gradcheck.check_gradient(run_target, state.position, seed)  # V and grad V agree
     carry = (state, split3[:, 2], zeros, zeros)
     jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
     burn = 0.0 if auto else 0.5
