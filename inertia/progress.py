@@ -1,5 +1,7 @@
 """Progress of a run: one updating tqdm bar with phases, ETA and a live figure when stderr is a
-terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled."""
+terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled.
+ETAs come from the time per unit measured after a phase's first update (which carries the
+compilation), never from the compilation itself."""
 from __future__ import annotations
 
 import os
@@ -25,7 +27,7 @@ class Progress:
         self.tty = tty and self.enabled
         self.bar, self.name, self.total, self.done = None, "", None, 0
         self.figures: dict = {}
-        self.t_phase = self.last_line = None
+        self.t_phase = self.last_line = self.first = None
         self.lines = 0
 
     def __enter__(self):
@@ -40,6 +42,7 @@ class Progress:
             return self
         self.name, self.total, self.done, self.figures = name, total, 0, {}
         self.t_phase = self.clock()
+        self.first = None  # (time, units) at the first update: the ETA's rate starts there
         if self.tty:
             from tqdm.auto import tqdm
 
@@ -60,10 +63,18 @@ class Progress:
             return
         self.done += n
         self.figures.update({k: v for k, v in figures.items() if v is not None})
+        first = self.first is None and n > 0
+        if first:  # the first block carries the compilation: rates are measured after it
+            self.first = (self.clock(), self.done)
         if self.bar is not None:
             if self.figures:
                 self.bar.set_postfix({k: _fmt(v) for k, v in self.figures.items()}, refresh=False)
-            self.bar.update(n)
+            if first:  # tqdm's rate and ETA restart here, from measured step times only
+                self.bar.reset(total=self.total)
+                self.bar.n = self.done
+                self.bar.refresh()
+            else:
+                self.bar.update(n)
         elif not self.tty:
             self._line()
 
@@ -86,8 +97,9 @@ class Progress:
             parts.append(f"{self.done}/{self.total} ({100 * self.done / self.total:.0f}%)")
         elapsed = now - (self.t_phase if self.t_phase is not None else now)
         parts.append(f"{elapsed:.0f}s")
-        if self.total and self.done:
-            parts.append(f"ETA {elapsed / self.done * max(self.total - self.done, 0):.0f}s")
+        if self.total and self.first is not None and self.done > self.first[1]:
+            rate = (now - self.first[0]) / (self.done - self.first[1])  # after the compilation
+            parts.append(f"ETA {rate * max(self.total - self.done, 0):.0f}s")
         parts += [f"{k} {_fmt(v)}" for k, v in self.figures.items()]
         print("  ".join(parts), file=self.file, flush=True)
         self.lines += 1

@@ -93,3 +93,20 @@ def test_fit_progress_shows_f_hat_in_the_targets_coordinates():
     want = np.asarray(res.history["objective_estimate"]).mean(axis=-1)
     # every figure shown is a checkpoint's F_hat as the result reports it (printed to 6 digits)
     assert all(np.min(np.abs(want - f)) <= 1e-5 * abs(f) for f in shown)
+
+
+def test_eta_from_measured_steps_not_the_compilation():
+    """A first block that took 60 s (compiling) and then 100 units per 0.25 s: the ETA is the
+    remaining units at 0.0025 s each, not at the 0.6 s per unit the compilation suggests."""
+    clock, out = Clock(), io.StringIO()
+    bar = Progress("fit", file=out, tty=False, clock=clock)
+    bar.phase("fitting", total=20000)
+    clock.t = 60.0
+    bar.update(100)  # compile + first block
+    for i in range(1, 41):  # 10 s of measured steps
+        clock.t = 60.0 + 0.25 * i
+        bar.update(100)
+    bar.close()
+    last = out.getvalue().splitlines()[-1]
+    eta = float(last.split("ETA ")[1].split("s")[0])
+    assert abs(eta - (20000 - 4100) * 0.0025) < 1.0, last  # 39.75 s; the old rule: 231 s
