@@ -145,6 +145,25 @@ def _fmt(v) -> str:
     return str(v)
 
 
+LONG_RUN = 10 ** 8  # steps above which a run is announced before it starts
+FASTEST_STEP = 1e-6  # seconds: a lower bound on one compiled update or sampling step
+
+
+def warn_long_run(num_steps, what: str = "num_steps") -> None:
+    """A RuntimeWarning before a run of more than LONG_RUN steps, with the least time it can take
+    (FASTEST_STEP per step); the progress line then gives the ETA from measured steps."""
+    import warnings
+
+    if num_steps is None or num_steps <= LONG_RUN:
+        return
+    hours = num_steps * FASTEST_STEP / 3600
+    span = f"{hours / 24:,.0f} days" if hours > 48 else f"{hours:,.1f} hours"
+    warnings.warn(f"{what} = {num_steps:,} steps takes at least {span} (at one microsecond a "
+                  "step, faster than any model runs); the progress line gives the ETA measured "
+                  "after the first block. Stop it with Ctrl-C, or ask for fewer steps",
+                  RuntimeWarning, stacklevel=3)
+
+
 def progress(label: str, enabled) -> Progress:
     """A `Progress`, or a disabled one for enabled False/None; an existing Progress passes through."""
     if isinstance(enabled, Progress):
@@ -152,4 +171,4 @@ def progress(label: str, enabled) -> Progress:
     return Progress(label, enabled=bool(enabled))
 
 
-__all__ = ["Progress", "progress", "LINE_EVERY"]
+__all__ = ["Progress", "progress", "warn_long_run", "LINE_EVERY", "LONG_RUN"]

@@ -110,3 +110,21 @@ def test_eta_from_measured_steps_not_the_compilation():
     last = out.getvalue().splitlines()[-1]
     eta = float(last.split("ETA ")[1].split("s")[0])
     assert abs(eta - (20000 - 4100) * 0.0025) < 1.0, last  # 39.75 s; the old rule: 231 s
+
+
+def test_long_runs_are_announced_and_oversized_draws_refused():
+    import warnings
+
+    import pytest
+
+    from inertia.progress import LONG_RUN, warn_long_run
+    from inertia.resources import check_draws
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_long_run(LONG_RUN)  # silent at the limit
+        check_draws(4, 10 ** 6, 1, 3)  # 4 x 10^6 draws of 3 numbers: 288 MB, fits
+    with pytest.warns(RuntimeWarning, match="takes at least 12 days"):
+        warn_long_run(10 ** 12)
+    with pytest.raises(MemoryError, match=r"keeps 4,000,000,000,000 draws of 3 numbers"):
+        check_draws(4, 10 ** 12, 1, 3)
