@@ -145,6 +145,17 @@ def _fmt(v) -> str:
     return str(v)
 
 
+LARGE_ROWS = 100_000  # data rows above which a command announces its passes over the data
+
+
+def announce_rows(label: str, rows: int, params: int, what: str) -> None:
+    """One stderr line before work that passes over many rows (more than LARGE_ROWS), so a long
+    silent computation says what it is doing."""
+    if rows > LARGE_ROWS:
+        print(f"{label}: {rows:,} rows, {params} parameters: {what} (passes over every row; "
+              "minutes at millions of rows)", file=sys.stderr, flush=True)
+
+
 LONG_RUN = 10 ** 8  # steps above which a run is announced before it starts
 FASTEST_STEP = 1e-6  # seconds: a lower bound on one compiled update or sampling step
 
