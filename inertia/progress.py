@@ -1,5 +1,7 @@
 """Progress of a run: one updating tqdm bar with phases, ETA and a live figure when stderr is a
-terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled."""
+terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled.
+ETAs come from the time per unit measured after a phase's first update (which carries the
+compilation), never from the compilation itself."""
 from __future__ import annotations
 
 import os
@@ -25,7 +27,7 @@ class Progress:
         self.tty = tty and self.enabled
         self.bar, self.name, self.total, self.done = None, "", None, 0
         self.figures: dict = {}
-        self.t_phase = self.last_line = None
+        self.t_phase = self.last_line = self.first = None
         self.lines = 0
 
     def __enter__(self):
@@ -40,6 +42,7 @@ class Progress:
             return self
         self.name, self.total, self.done, self.figures = name, total, 0, {}
         self.t_phase = self.clock()
+        self.first = None  # (time, units) at the first update: the ETA's rate starts there
         if self.tty:
             from tqdm.auto import tqdm
 
@@ -60,10 +63,18 @@ class Progress:
             return
         self.done += n
         self.figures.update({k: v for k, v in figures.items() if v is not None})
+        first = self.first is None and n > 0
+        if first:  # the first block carries the compilation: rates are measured after it
+            self.first = (self.clock(), self.done)
         if self.bar is not None:
             if self.figures:
                 self.bar.set_postfix({k: _fmt(v) for k, v in self.figures.items()}, refresh=False)
-            self.bar.update(n)
+            if first:  # tqdm's rate and ETA restart here, from measured step times only
+                self.bar.reset(total=self.total)
+                self.bar.n = self.done
+                self.bar.refresh()
+            else:
+                self.bar.update(n)
         elif not self.tty:
             self._line()
 
@@ -86,8 +97,9 @@ class Progress:
             parts.append(f"{self.done}/{self.total} ({100 * self.done / self.total:.0f}%)")
         elapsed = now - (self.t_phase if self.t_phase is not None else now)
         parts.append(f"{elapsed:.0f}s")
-        if self.total and self.done:
-            parts.append(f"ETA {elapsed / self.done * max(self.total - self.done, 0):.0f}s")
+        if self.total and self.first is not None and self.done > self.first[1]:
+            rate = (now - self.first[0]) / (self.done - self.first[1])  # after the compilation
+            parts.append(f"ETA {rate * max(self.total - self.done, 0):.0f}s")
         parts += [f"{k} {_fmt(v)}" for k, v in self.figures.items()]
         print("  ".join(parts), file=self.file, flush=True)
         self.lines += 1
@@ -133,6 +145,36 @@ def _fmt(v) -> str:
     return str(v)
 
 
+LARGE_ROWS = 100_000  # data rows above which a command announces its passes over the data
+
+
+def announce_rows(label: str, rows: int, params: int, what: str) -> None:
+    """One stderr line before work that passes over many rows (more than LARGE_ROWS), so a long
+    silent computation says what it is doing."""
+    if rows > LARGE_ROWS:
+        print(f"{label}: {rows:,} rows, {params} parameters: {what} (passes over every row; "
+              "minutes at millions of rows)", file=sys.stderr, flush=True)
+
+
+LONG_RUN = 10 ** 8  # steps above which a run is announced before it starts
+FASTEST_STEP = 1e-6  # seconds: a lower bound on one compiled update or sampling step
+
+
+def warn_long_run(num_steps, what: str = "num_steps") -> None:
+    """A RuntimeWarning before a run of more than LONG_RUN steps, with the least time it can take
+    (FASTEST_STEP per step); the progress line then gives the ETA from measured steps."""
+    import warnings
+
+    if num_steps is None or num_steps <= LONG_RUN:
+        return
+    hours = num_steps * FASTEST_STEP / 3600
+    span = f"{hours / 24:,.0f} days" if hours > 48 else f"{hours:,.1f} hours"
+    warnings.warn(f"{what} = {num_steps:,} steps takes at least {span} (at one microsecond a "
+                  "step, faster than any model runs); the progress line gives the ETA measured "
+                  "after the first block. Stop it with Ctrl-C, or ask for fewer steps",
+                  RuntimeWarning, stacklevel=3)
+
+
 def progress(label: str, enabled) -> Progress:
     """A `Progress`, or a disabled one for enabled False/None; an existing Progress passes through."""
     if isinstance(enabled, Progress):
@@ -140,4 +182,4 @@ def progress(label: str, enabled) -> Progress:
     return Progress(label, enabled=bool(enabled))
 
 
-__all__ = ["Progress", "progress", "LINE_EVERY"]
+__all__ = ["Progress", "progress", "warn_long_run", "LINE_EVERY", "LONG_RUN"]

@@ -3,7 +3,8 @@
 `estimate_fit_bytes` counts the float64 d x d arrays a run keeps alive per seed (state, momentum
 copies, gradient, the eigendecompositions of symmetric-root methods) and the b x d x d Hessian
 batches of HVP-based estimators; `available_bytes` is the smallest of the free memory, the cgroup
-limit and the process's data limit; `largest_dim` inverts the estimate.
+limit and the process's data limit; `largest_dim` inverts the estimate; `check_draws` refuses a
+sampling run whose kept draws cannot fit.
 """
 from __future__ import annotations
 
@@ -89,6 +90,22 @@ def _rlimit() -> Optional[int]:
         if soft != resource.RLIM_INFINITY:
             limits.append(int(soft))
     return min(limits) if limits else None
+
+
+DRAW_COPIES = 3  # the draws, their constrained copy and the diagnostics' array
+
+
+def check_draws(num_chains: int, num_steps: int, thinning: int, dim: int) -> None:
+    """Before sampling: MemoryError when the kept draws (chains x steps / thinning x d float64,
+    DRAW_COPIES times) exceed free memory, with the largest num_steps that fits."""
+    kept = int(num_chains) * (int(num_steps) // max(int(thinning), 1))
+    need, have = DRAW_COPIES * FLOAT * kept * int(dim), available_bytes()
+    if need > have:
+        top = have // (DRAW_COPIES * FLOAT * int(num_chains) * int(dim)) * max(int(thinning), 1)
+        raise MemoryError(f"num_steps = {num_steps:,} keeps {kept:,} draws of {dim} numbers "
+                          f"({num_chains} chains, thinning {thinning}): about "
+                          f"{need / 2**30:,.0f} GiB, and {have / 2**30:.1f} GiB is free; at most "
+                          f"about num_steps = {top:,} fits (or raise thinning)")
 
 
 def available_bytes() -> int:

@@ -73,7 +73,82 @@ def make_fixtures(tmp: Path) -> dict:
     f["missing"] = str(tmp / "no-such.csv")
     f.update(_binary_csvs(tmp, rng))
     f.update(_model_files(tmp))
+    f.update(_round4_fixtures(tmp, rng))
     return f
+
+
+def _round4_fixtures(tmp: Path, rng) -> dict:
+    """Files of the fourth round: saved results and look-alikes for inertia.load, links and
+    special files for --save, wide and long CSVs, and model files with a wrong gradient, a
+    data-dependent shape, a -inf wall, sys.exit and duplicate display names."""
+    import gzip
+    import json
+
+    import numpy as np
+
+    out = {}
+    X = rng.normal(size=(120, 2))
+    (tmp / "xonly.csv").write_text("x1,x2\n" + "".join(f"{a},{b}\n" for a, b in X))
+    out["xonly"] = str(tmp / "xonly.csv")
+    g = rng.integers(0, 3, size=40)
+    (tmp / "groups.csv").write_text("g,y\n" + "".join(f"{a},{b}\n" for a, b in
+                                                       zip(g, rng.normal(size=40))))
+    out["groups"] = str(tmp / "groups.csv")
+    n = 1_000_001  # a header of a million and one columns
+    (tmp / "wide.csv").write_text(",".join(f"x{i}" for i in range(n - 1)) + ",y\n"
+                                  + ",".join("0.5" for _ in range(n)) + "\n"
+                                  + ",".join("1" for _ in range(n)) + "\n")
+    out["wide"] = str(tmp / "wide.csv")
+    W = rng.normal(size=(5, 20000))
+    (tmp / "w20k.csv").write_text(",".join(f"x{i}" for i in range(20000)) + ",y\n" + "".join(
+        ",".join(f"{v:.4f}" for v in r) + f",{t}\n" for r, t in zip(W, [0, 1, 0, 1, 1])))
+    out["w20k"] = str(tmp / "w20k.csv")
+    B = rng.normal(size=(200000, 3))
+    lines = ["x1,x2,x3,y"] + [f"{a:.5f},{b:.5f},{c:.5f},{int(a > 0)}" for a, b, c in B]
+    lines[199001] = ",".join(lines[199001].split(",")[:3])  # line 199,002: a short row
+    (tmp / "long.csv").write_text("\n".join(lines) + "\n")
+    out["long"] = str(tmp / "long.csv")
+    L = rng.normal(size=(200000, 2))
+    np.save(tmp / "rows.npy", np.column_stack([L, L @ [1.0, -0.5] + rng.normal(size=200000)]))
+    out["rows"] = str(tmp / "rows.npy")
+    # inertia.load look-alikes (the saved file itself is made by the case that needs it)
+    (tmp / "empty.nc").write_bytes(b"")
+    (tmp / "result.json").write_text(json.dumps({"mean": [0.1]}))
+    (tmp / "text.nc").write_text("chain,draw,x\n0,0,1.0\n")
+    (tmp / "gz.nc.gz").write_bytes(gzip.compress(b"\x89HDF\r\n\x1a\n" + bytes(200)))
+    (tmp / "trunc.nc").write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(100))
+    out.update(emptync=str(tmp / "empty.nc"), jsonfile=str(tmp / "result.json"),
+               textnc=str(tmp / "text.nc"), gznc=str(tmp / "gz.nc.gz"),
+               truncnc=str(tmp / "trunc.nc"))
+    models = {
+        "m_oob": "import jax.numpy as jnp\nG = jnp.array([1, 2, 3, 1, 2, 3])\n"
+                 "Y = jnp.array([0.5, 1.0, -0.3, 0.2, 0.9, -0.1])\ndef logp(p, data):\n"
+                 "    return -0.5 * jnp.sum(p ** 2) - 0.5 * jnp.sum((Y - p[G]) ** 2)\n"
+                 "logp_init = jnp.zeros(3)\n",
+        "m_stopgrad": "import jax, jax.numpy as jnp\ndef logp(p, data):\n"
+                      "    return -0.5 * jnp.sum(p ** 2) - 0.5 * jax.lax.stop_gradient(p[0]) ** 2\n"
+                      "logp_init = jnp.zeros(3)\n",
+        "m_ddshape": "import jax.numpy as jnp\nimport numpyro, numpyro.distributions as dist\n"
+                     "def model(g, y):\n    G = int(jnp.max(g)) + 1\n"
+                     "    mu = numpyro.sample('mu', dist.Normal(0, 1).expand([G]))\n"
+                     "    numpyro.sample('y', dist.Normal(mu[g.astype(int)], 1.0), obs=y)\n",
+        "m_halfwall": "import jax.numpy as jnp\ndef logp(p, data):\n"
+                      "    return jnp.where(p[0] < 0, -jnp.inf, -0.5 * p[0] ** 2)\n"
+                      "logp_init = jnp.ones(1)\n",
+        "m_exit": "import sys\nimport jax.numpy as jnp\ndef logp(p, data):\n    sys.exit(3)\n"
+                  "logp_init = jnp.zeros(2)\n",
+        "m_exit_import": "import sys\nsys.exit(3)\n",
+        "m_dupnames": "import numpyro, numpyro.distributions as dist\ndef model():\n"
+                      "    numpyro.sample('b[0]', dist.Normal(0, 1))\n"
+                      "    numpyro.sample('b', dist.Normal(0, 1).expand([2]))\n",
+        "m_noy": "import numpyro, numpyro.distributions as dist\ndef model(x1, x2, y=None):\n"
+                 "    b = numpyro.sample('b', dist.Normal(0, 1).expand([2]))\n"
+                 "    numpyro.sample('y', dist.Normal(b[0] * x1 + b[1] * x2, 1.0), obs=y)\n",
+    }
+    for name, text in models.items():
+        (tmp / f"{name}.py").write_text(text)
+        out[name] = str(tmp / f"{name}.py")
+    return out
 
 
 def _binary_csvs(tmp: Path, rng) -> dict:
@@ -786,7 +861,126 @@ OTHER_CASES = [
      "dump_json({{'a': 1}}, '/dev/full')", "OSError", "", "No space left"),
 ]
 
-CASES += csv_cases() + MODEL_CASES + OTHER_CASES
+# ------------------------------------------------------------------------- fourth round (issue)
+SAVE = "fit --model gaussian-kappa --method stl-proj --steps 5 --quiet --allow-unconverged"
+_MAIN = "import os, sys, pathlib; from inertia.cli import main; d = pathlib.Path(os.environ['HOME'])\n"
+_SAVE_ARGS = ("['fit', '--model', 'gaussian-kappa', '--method', 'stl-proj', '--steps', '5', "
+              "'--quiet', '--allow-unconverged', '--save', ")
+_SAVED = ("import arviz as az, numpy as np, os, json; from inertia.results.store import save\n"
+          "from inertia.results.idata import ATTR_PREFIX as A; p = os.environ['HOME'] + '/r.nc'\n"
+          "o = az.from_dict(posterior={{'x': np.zeros((2, 5))}})\n"
+          "o.posterior.attrs[A + 'kind'] = json.dumps('sample'); save(o, p)\n")
+
+ROUND4_CASES = [
+    # save rules
+    ("save through a symbolic link", "py", _MAIN +
+     "(d / 'real.nc').write_text('old'); (d / 'link.nc').symlink_to('real.nc')\n"
+     f"rc = main({_SAVE_ARGS}str(d / 'link.nc')])\n"
+     "assert rc == 0 and (d / 'link.nc').is_symlink(), rc\n"
+     "assert (d / 'real.nc').read_bytes()[:4] == b'\\x89HDF'\n"
+     "print('the link stays a link; its target holds the result')", "ok",
+     "a link is followed to its target", "the link stays a link"),
+    ("save onto a device file (private copy of /dev/full)", "py", _MAIN +
+     "node = d / 'full'; os.mknod(node, 0o666 | 0o020000, os.makedev(1, 7))\n"
+     f"sys.exit(main({_SAVE_ARGS}str(node)]))", "error", "refused before the run",
+     "character device"),
+    ("save onto a FIFO", "py", _MAIN + "os.mkfifo(d / 'pipe.nc')\n"
+     f"sys.exit(main({_SAVE_ARGS}str(d / 'pipe.nc')]))", "error", "", "FIFO"),
+    ("saved .nc keeps the umask's mode", "py", _MAIN + "import stat; os.umask(0o022)\n"
+     f"assert main({_SAVE_ARGS}str(d / 'm.nc')]) == 0\n"
+     "mode = stat.S_IMODE(os.stat(d / 'm.nc').st_mode); assert mode == 0o644, oct(mode)\n"
+     "print('mode 644, as the JSON beside it')", "ok", "", "mode 644"),
+    ("fit --save and --json on one file", "cli",
+     f"{SAVE} --save {{tmp}}/same.nc --json {{tmp}}/same.nc", "error", "checked before the run",
+     "are the same file"),
+    ("fit --save and --json on one file, spelt differently", "cli",
+     f"{SAVE} --save {{tmp}}/same2.nc --json {{adir}}/../same2.nc", "error", "", "are the same file"),
+    ("sample --save and --json on one file", "cli",
+     "sample --dim 3 --steps 20 --quiet --save {tmp}/s.nc --json {tmp}/s.nc", "error", "",
+     "are the same file"),
+    ("site 'b[0]' beside a vector site b", "cli", "fit --model {m_dupnames}:model --quiet",
+     "error", "one table row for two quantities", "both give a coordinate named 'b[0]'"),
+    # inertia.load
+    ("load a plain netCDF4 file", "api", "import xarray as xr, numpy as np, os\n"
+     "p = os.environ['HOME'] + '/plain.nc'\n"
+     "xr.Dataset({{'a': ('x', np.arange(3.0))}}).to_netcdf(p, engine='h5netcdf'); inertia.load(p)",
+     "ValueError", "", "not a result saved by inertia"),
+    ("load a netCDF-3 file", "api", "import xarray as xr, numpy as np, os\n"
+     "p = os.environ['HOME'] + '/nc3.nc'\nxr.Dataset({{'a': ('x', np.arange(3.0))}}).to_netcdf("
+     "p, engine='scipy', format='NETCDF3_64BIT'); inertia.load(p)", "ValueError", "",
+     "netCDF-3"),
+    ("load a saved file whose attribute was edited", "api", _SAVED +
+     "o = az.from_netcdf(p); o.posterior.attrs[A + 'kind'] = '{{\"sample'\n"
+     "o.to_netcdf(p + '2'); inertia.load(p + '2')", "ValueError", "", "attributes were edited"),
+    ("load an empty file", "api", "inertia.load('{emptync}')", "ValueError", "", "is empty"),
+    ("load a gzip file", "api", "inertia.load('{gznc}')", "ValueError", "", "gzip-compressed"),
+    ("load a JSON file", "api", "inertia.load('{jsonfile}')", "ValueError", "", "is a JSON file"),
+    ("load a text file", "api", "inertia.load('{textnc}')", "ValueError", "",
+     "is not a netCDF file"),
+    ("load a damaged file", "api", "inertia.load('{truncnc}')", "ValueError", "",
+     "damaged or truncated"),
+    ("load a folder", "api", "inertia.load('{adir}')", "IsADirectoryError", "", "is a folder"),
+    # models and data
+    ("model with a data-dependent shape", "cli",
+     "sample --model {m_ddshape}:model --data {groups} --quiet", "error",
+     "the model's own JAX error, with its line", "raised ConcretizationTypeError at line 4"),
+    ("CSV header of 1,000,001 columns", "cli",
+     "fit --model logistic --method stl-proj --steps 5 --quiet --response y --data {wide}",
+     "error", "", "select fewer predictor columns"),
+    ("5-row CSV with 20,000 predictors", "cli",
+     "sample --model logistic --steps 20 --quiet --response y --data {w20k}", "error",
+     "refused in seconds, before building the target", "select fewer predictor columns"),
+    ("half-normal written as -inf for x < 0", "cli", "sample --model {m_halfwall}:logp --quiet",
+     "error", "", "step size adapted down to 0"),
+    ("fit init naming another site", "api",
+     "import jax.numpy as jnp; from inertia.targets import from_logdensity as F\n"
+     "from inertia.vi import fit\nt = F(lambda p: -0.5 * jnp.sum(p['a'] ** 2), "
+     "{{'a': jnp.ones(2)}})\nfit(t, init={{'b': jnp.zeros(2)}}, num_steps=20)", "ValueError", "",
+     "init must be a pair"),
+    ("JAX_PLATFORMS=cuda on a CPU-only machine", "py",
+     "import os, subprocess, sys; env = dict(os.environ, JAX_PLATFORMS='cuda')\n"
+     "r = subprocess.run([sys.executable, '-m', 'inertia', 'sample', '--dim', '3', '--steps', "
+     "'20', '--quiet'], env=env, capture_output=True, text=True)\n"
+     "sys.stderr.write(r.stderr); sys.exit(r.returncode)", "error", "", "JAX could not start"),
+    ("two Ctrl-Cs 0.3 s apart", "interrupt2",
+     "fit --model gaussian-kappa --dim 40 --method price-stl-proj --steps 200000", "interrupt",
+     "one line, no traceback", ""),
+    ("model file calling sys.exit(3) in its log density", "cli",
+     "sample --model {m_exit}:logp --quiet", "error", "not exit 3 (not converged)",
+     "called sys.exit(3)"),
+    ("model file calling sys.exit(3) when imported", "cli",
+     "fit --model {m_exit_import}:model --quiet", "error", "", "called sys.exit(3)"),
+    ("mcmc.sample num_chains=True", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.mcmc import sample; sample(K(3, 10.0), num_chains=True, num_steps=20)",
+     "ValueError", "", "num_chains must be a positive integer"),
+    ("CSV without the model's response column", "cli",
+     "sample --model {m_noy}:model --data {xonly} --quiet", "error",
+     "y would become 120 latent sites", "is not a column of the CSV"),
+    ("short row at line 199,002 of 200k rows (--data)", "cli",
+     "calibrate --model logistic --batch-size 8 --steps 200 --response y --data {long}",
+     "error", "", "line 199002 has 3 cells"),
+    ("short row at line 199,002 of 200k rows (--csv)", "cli",
+     "calibrate --model logistic --batch-size 8 --steps 200 --response y --csv {long}",
+     "error", "", "line 199002 has 3 cells"),
+    ("out-of-range index (1-based group labels)", "cli", "sample --model {m_oob}:logp --quiet",
+     "error", "was a 700 s hang", "gradient disagrees with its log density"),
+    ("stop_gradient in the log density", "cli", "sample --model {m_stopgrad}:logp --quiet",
+     "error", "", "gradient disagrees with its log density"),
+    ("sample --steps 10**12", "cli", "sample --dim 3 --steps 1000000000000 --quiet", "error", "",
+     "at most about num_steps"),
+    ("mcmc.sample num_steps=10**12", "api", "from inertia.targets import kappa_family as K\n"
+     "from inertia.mcmc import sample; sample(K(3, 10.0), num_steps=10 ** 12)", "MemoryError",
+     "", "keeps 4,000,000,000,000 draws"),
+    ("vi.fit num_steps=10**12 announced", "api", "import warnings; warnings.simplefilter('error')"
+     "\nfrom inertia.targets import kappa_family as K\nfrom inertia.vi import fit\n"
+     "fit(K(4, 10.0), 'stl-proj', num_steps=10 ** 12)", "RuntimeWarning",
+     "warned before the run (an error here, by the warnings filter)", "takes at least"),
+    ("calibrate on 200,000 rows says what it does", "cli",
+     "calibrate --model linear --batch-size 32 --steps 200 --data {rows}", "ok",
+     "a line before the passes over the data", "200,000 rows"),
+]
+
+CASES += csv_cases() + MODEL_CASES + OTHER_CASES + ROUND4_CASES
 
 # ----------------------------------------------------------------------------------------- runner
 
@@ -819,9 +1013,13 @@ def run_case(case, fixtures, workdir: Path) -> dict:
     proc = subprocess.Popen(argv, cwd=home, env=_env(home), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=limit)
     try:
-        if kind == "interrupt":
+        if kind in ("interrupt", "interrupt2"):
             time.sleep(25.0)
             proc.send_signal(signal.SIGINT)
+            if kind == "interrupt2":  # a second Ctrl-C while the first unwinds
+                time.sleep(0.3)
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=TIMEOUT)
         rc = proc.returncode
     except subprocess.TimeoutExpired:
@@ -914,7 +1112,7 @@ def _cell(text: str, width: int = 200) -> str:
 def write_table(results: list[dict], path: Path, seconds: float) -> None:
     rows, counts, unclear = [], dict.fromkeys(VERDICTS, 0), []
     for i, r in enumerate(results, 1):
-        verdict, msg = judge(r)
+        verdict, msg = (r["verdict"], r["message"]) if "verdict" in r else judge(r)
         counts[verdict] += 1
         if verdict == UNCLEAR:
             unclear.append((i, r, msg))
@@ -922,7 +1120,13 @@ def write_table(results: list[dict], path: Path, seconds: float) -> None:
         command = r["command"].replace("{{", "{").replace("}}", "}")
         rows.append(f"| {i} | {_cell(r['id'])} | `{_cell(command, 160)}` | {rc} | "
                     f"{r['seconds']:.1f} | {_cell(msg)} | {verdict} | {_cell(r['note'])} |")
-    kinds = {k: sum(r["kind"] == k for r in results) for k in ("cli", "py", "api", "interrupt")}
+    kinds = {k: sum(r["kind"] == k for r in results) for k in ("cli", "py", "api", "interrupt",
+                                                               "interrupt2")}
+    kinds["interrupt"] += kinds["interrupt2"]
+    reused = sum("verdict" in r for r in results)
+    rerun = (f" The first {reused} cases are the outcomes of the previous full run (taken from "
+             f"the table, `--reuse-table`); the other {len(results) - reused} ran now."
+             if reused else "")
     summary = "\n".join(f"| {v} | {counts[v]} |" for v in VERDICTS)
     if unclear:
         kept = "\n".join(f"- #{i} {r['id']}: {_cell(msg, 160)}. Why it stays: "
@@ -936,7 +1140,7 @@ def write_table(results: list[dict], path: Path, seconds: float) -> None:
         ({kinds['cli'] + kinds['py'] + kinds['interrupt']} through the command line, {kinds['api']}
         through the Python API); {seconds:.0f} s wall at 2 jobs on a shared 2-core machine. Each
         case runs in a fresh process with only PATH, HOME (an empty folder: no data cache),
-        PYTHONPATH and OPENBLAS_NUM_THREADS set.
+        PYTHONPATH and OPENBLAS_NUM_THREADS set.{{rerun}}
 
         *Expected*: a command-line error exits 2 with one line `inertia CMD: error: ...` that
         names the cause (argument errors come from argparse before JAX is imported, usually in
@@ -956,6 +1160,30 @@ def write_table(results: list[dict], path: Path, seconds: float) -> None:
         |---|---|
         {{summary}}
 
+        ## Classes of input and fault
+
+        - Arguments: every option's type and range, checked by argparse before JAX is imported.
+        - CSV files: encodings, separators, missing and non-numeric cells, ragged rows (named by
+          file and line, also from the row-group reader of `--data`), headers too wide for
+          memory (refused with the number of coefficients before the target is built).
+        - Model files: each convention, errors raised inside the model (reported as the
+          model's, with its file, line and code, including JAX's traced-value errors and
+          `sys.exit`), a CSV lacking a column the model takes, discrete, improper and non-smooth
+          models, duplicate display names (a site `b[0]` beside a vector `b`).
+        - Gradients: before the chains run, the sampler compares grad V . u with a
+          Richardson central difference of V at the first chains' warm-up positions; an index
+          out of range, a `stop_gradient` or a wrong custom JVP is refused by name.
+        - Outputs: written whole or not at all; a symbolic link is followed to its target; a
+          device, FIFO or folder at a `--save` path, and two options naming one file, are
+          refused before the run; a saved file gets the umask's mode.
+        - Saved results: `inertia.load` names the file and what it is (a folder, an empty,
+          damaged, compressed, netCDF-3, JSON or text file, a netCDF file inertia did not
+          write, an edited attribute).
+        - Size and time: kept draws beyond free memory refused with the largest `num_steps`
+          that fits; fixed runs of more than 10^8 steps announced; ETAs from measured steps.
+        - The platform and the process: `JAX_PLATFORMS` naming a missing platform, interrupts
+          (one or two Ctrl-Cs), full disks, unwritable folders.
+
         ## Unclear messages
 
         {{kept}}
@@ -964,8 +1192,30 @@ def write_table(results: list[dict], path: Path, seconds: float) -> None:
 
         | # | case | command | exit | s | message | verdict | note |
         |---|---|---|---|---|---|---|---|
-        """).format(summary=summary, kept=kept)
+        """).format(summary=summary, kept=kept, rerun=rerun)
     path.write_text(head + "\n".join(rows) + "\n")
+
+
+def read_table(path: Path) -> dict:
+    """{case id: outcome} from the cases table of a written docs/reliability.md (command, exit,
+    seconds, message, verdict), for `--reuse-table`."""
+    rows = {}
+    in_cases = False
+    for line in path.read_text().splitlines():
+        if line.startswith("## Cases"):
+            in_cases = True
+            continue
+        if not in_cases or not line.startswith("| ") or line.startswith(("| # ", "|---")):
+            continue
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if len(cells) < 7 or not cells[0].isdigit():
+            continue
+        _, cid, command, rc, secs, message, verdict = cells[:7]
+        cid = cid.replace("\\|", "|")
+        rows[cid] = dict(id=cid, command=command.strip("`"), rc=None if rc == "timeout" else rc,
+                         seconds=float(secs), message=message.replace("\\|", "|"),
+                         verdict=verdict, expect="", words="", out="", err="")
+    return rows
 
 
 def main(argv=None) -> int:
@@ -978,8 +1228,14 @@ def main(argv=None) -> int:
     ap.add_argument("--results", type=Path, default=None,
                     help="JSON file of every case's outcome: written after a run; with --only, "
                          "the cases not rerun are taken from it and the table is rewritten")
+    ap.add_argument("--reuse-table", type=Path, default=None, metavar="MD",
+                    help="take the outcome of every case listed in this table (a previous "
+                         "run's docs/reliability.md) from it and run only the others (and those "
+                         "matching --only); the table is rewritten")
     args = ap.parse_args(argv)
-    cases = [c for c in CASES if args.only is None or args.only in c[0]]
+    old_rows = read_table(args.reuse_table) if args.reuse_table else {}
+    cases = [c for c in CASES if (args.only is None or args.only in c[0])
+             and (c[0] not in old_rows or args.only is not None)]
     ids = [c[0] for c in CASES]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
@@ -1011,11 +1267,16 @@ def main(argv=None) -> int:
         results = [dict(new.get(c[0]) or old[c[0]], expect=c[3], note=c[4],
                         words=c[5] if len(c) > 5 else "") for c in CASES]
         seconds = saved["seconds"]
+    if old_rows:
+        new = {r["id"]: r for r in results}
+        results = [new.get(c[0]) or dict(old_rows[c[0]], kind=c[1], note=c[4]) for c in CASES]
+        results.sort(key=lambda r: "verdict" not in r)  # the previous run's cases first
+        seconds = time.perf_counter() - t0
     if args.results is not None:
         import json
 
         args.results.write_text(json.dumps({"seconds": seconds, "results": results}))
-    if args.only is None or merged:
+    if args.only is None or merged or old_rows:
         write_table(results, args.out, seconds)
         print(f"wrote {args.out}")
     return 0

@@ -93,3 +93,38 @@ def test_fit_progress_shows_f_hat_in_the_targets_coordinates():
     want = np.asarray(res.history["objective_estimate"]).mean(axis=-1)
     # every figure shown is a checkpoint's F_hat as the result reports it (printed to 6 digits)
     assert all(np.min(np.abs(want - f)) <= 1e-5 * abs(f) for f in shown)
+
+
+def test_eta_from_measured_steps_not_the_compilation():
+    """A first block that took 60 s (compiling) and then 100 units per 0.25 s: the ETA is the
+    remaining units at 0.0025 s each, not at the 0.6 s per unit the compilation suggests."""
+    clock, out = Clock(), io.StringIO()
+    bar = Progress("fit", file=out, tty=False, clock=clock)
+    bar.phase("fitting", total=20000)
+    clock.t = 60.0
+    bar.update(100)  # compile + first block
+    for i in range(1, 41):  # 10 s of measured steps
+        clock.t = 60.0 + 0.25 * i
+        bar.update(100)
+    bar.close()
+    last = out.getvalue().splitlines()[-1]
+    eta = float(last.split("ETA ")[1].split("s")[0])
+    assert abs(eta - (20000 - 4100) * 0.0025) < 1.0, last  # 39.75 s; the old rule: 231 s
+
+
+def test_long_runs_are_announced_and_oversized_draws_refused():
+    import warnings
+
+    import pytest
+
+    from inertia.progress import LONG_RUN, warn_long_run
+    from inertia.resources import check_draws
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_long_run(LONG_RUN)  # silent at the limit
+        check_draws(4, 10 ** 6, 1, 3)  # 4 x 10^6 draws of 3 numbers: 288 MB, fits
+    with pytest.warns(RuntimeWarning, match="takes at least 12 days"):
+        warn_long_run(10 ** 12)
+    with pytest.raises(MemoryError, match=r"keeps 4,000,000,000,000 draws of 3 numbers"):
+        check_draws(4, 10 ** 12, 1, 3)

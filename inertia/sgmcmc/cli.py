@@ -49,6 +49,9 @@ def run(args) -> int:
                          f"{args.csv}")
     from .calibrate import NoEstimateError, calibrate
     from .models import make_model
+    from ..progress import announce_rows
+
+    announce_rows("inertia calibrate", n, d, "estimating theta_hat, J and I, then the chains")
 
     kw = _model_kwargs(args)
     params = ["(intercept)"] + names
@@ -93,6 +96,10 @@ def run_large(args) -> int:
                          f"of {args.data}")
     kw = _model_kwargs(args)
     params = ["(intercept)"] + list(src.names)
+    from ..progress import announce_rows
+
+    announce_rows("inertia calibrate", src.num_rows, len(params),
+                  "estimating theta_hat, J and I, then the chains")
     model = large_model(args.model, src, **kw)
     try:
         res = calibrate(model, batch_size=args.batch_size, tuning=args.tuning,

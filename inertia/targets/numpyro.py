@@ -29,7 +29,7 @@ INIT_RADIUS = 2.0  # starts drawn uniform(-2, 2) on the unconstrained space, as 
 INIT_TRIES = 100
 
 
-def _traced_init(model, model_args, model_kwargs, seed, labels=None):
+def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None):
     """(prototype {site: zeros of its unconstrained shape}, potential_fn, postprocess_fn) from one
     abstract trace of the model (`jax.eval_shape`: nothing is compiled). The functions are
     NumPyro's public `potential_energy` and `constrain_fn`, as `initialize_model` builds them.
@@ -52,6 +52,9 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None):
                 f"(discrete latent sites: {', '.join(f'{k} ({v})' for k, v in discrete.items())}"
                 "; marginalising sums the site out of the model, e.g. a mixture's assignment "
                 "into numpyro.distributions.MixtureSameFamily)")
+        if shapes is not None:  # latent and deterministic sites: their display names
+            shapes.update({k: tuple(jnp.shape(site["value"])) for k, site in tr.items()
+                           if site["type"] == "deterministic" or k in latent})
         if labels is not None:
             from ..results.labels import inverse_label
 
@@ -59,20 +62,20 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None):
                            for k, site in latent.items()})
         return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in latent.items()}
 
-    shapes = jax.eval_shape(proto, jax.ShapeDtypeStruct((2,), jnp.uint32))  # a key's shape only
-    z = {k: np.zeros(v.shape, v.dtype) for k, v in shapes.items()}
+    found = jax.eval_shape(proto, jax.ShapeDtypeStruct((2,), jnp.uint32))  # a key's shape only
+    z = {k: np.zeros(v.shape, v.dtype) for k, v in found.items()}
     return (z, partial(potential_energy, model, model_args, model_kwargs),
             partial(constrain_fn, model, model_args, model_kwargs, return_deterministic=True))
 
 
-def _initialise(model, model_args, model_kwargs, seed, labels=None):
+def _initialise(model, model_args, model_kwargs, seed, labels=None, shapes=None):
     """(prototype {site: array}, start or None, potential_fn, postprocess_fn): the abstract trace
     (start None: drawn later with the target's own compiled gradient, `_valid_start`), or NumPyro's
     `initialize_model` (its own messages; its initial point is the start) for models that cannot
     be traced so, e.g. discrete or enumerated sites."""
     try:
         z, potential_fn, postprocess_fn = _traced_init(model, tuple(model_args), model_kwargs,
-                                                       seed, labels)
+                                                       seed, labels, shapes)
         return z, None, potential_fn, postprocess_fn
     except TargetError:
         raise
@@ -101,17 +104,15 @@ def _valid_start(target, seed):
                       "unconstrained space")
 
 
-def _check_names(postprocess_fn, z0):
+def _check_names(shapes, z0):
     """TargetError when two sites (latent or deterministic) share a display name, e.g. a scalar
-    site "b[0]" beside a vector site `b` (shapes from one abstract trace)."""
+    site "b[0]" beside a vector site `b` (shapes recorded by the abstract trace; the latent
+    sites alone for models initialised by NumPyro)."""
     from ..posterior import check_unique_names
 
+    shapes = shapes or {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     try:
-        shapes = jax.eval_shape(postprocess_fn, z0)
-    except Exception:  # the constrained sites are checked where they are first computed
-        shapes = z0
-    try:
-        check_unique_names({k: tuple(jnp.shape(v)) for k, v in shapes.items()}, "NumPyro model")
+        check_unique_names(shapes, "NumPyro model")
     except ValueError as err:
         raise TargetError(str(err)) from None
 
@@ -136,11 +137,13 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     mkw = dict(model_kwargs or {})
     mkw.update(kwargs)
     labels = {}
-    z0, start, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed, labels)
+    shapes = {}
+    z0, start, potential_fn, postprocess_fn = _initialise(model, model_args, mkw, seed, labels,
+                                                          shapes)
     if not z0:
         raise TargetError("the NumPyro model has no latent sample sites (everything is observed)")
     flat0, unravel = ravel(z0)
-    _check_names(postprocess_fn, z0)
+    _check_names(shapes, z0)
 
     # jitted once here so that the model (NumPyro's effect handlers, slow to trace) is traced once per
     # input shape; every transform and enclosing jit of the fit reuses that jaxpr

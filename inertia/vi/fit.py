@@ -16,6 +16,7 @@ from .._scope import entry_point
 from ..targets.base import Target
 from . import verdict as verdicts
 from .auto import DEFAULT_METHOD, choose_method, default_batch, prepare, warn_small_batch
+from ..progress import warn_long_run
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_hessian, check_memory
 from .options import FitOptions, resolve, split
@@ -86,6 +87,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     bar = progress_bar("fit", progress)
     if target.alpha is None or target.beta is None:
         bar.phase("curvature bounds and start (MAP, Laplace)")
+    warn_long_run(num_steps if opts.tol is None else None)  # a fixed run of > 10^8 updates
     prep = prepare(target, check_init(target, init), seed=seeds[0], verbose=progress)
     target, init = prep.target, prep.init
     wh = None

@@ -1,0 +1,70 @@
+"""Value/gradient consistency of a target at a few warm-up points, checked before the chains run.
+
+A gradient that disagrees with the potential it should differentiate (an index out of range: JAX
+clamps it when evaluating and drops it in the gradient; `jax.lax.stop_gradient`; a custom JVP or
+VJP rule that does not match its function) makes every gradient-based sampler wander without
+converging. At each point x and a random unit direction u, the directional derivative
+grad V(x) . u is compared in float64 with the Richardson-extrapolated central difference
+(4 D(h/2) - D(h)) / 3, D(h) = (V(x + h u) - V(x - h u)) / (2 h), whose error is O(h^4). Cost: 5
+evaluations of V and grad V per point with the compiled functions the warm-up already has (17 to
+45 ms per run on the posterior suite, under 1 % of `sample`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+NUM_POINTS = 4  # warm-up points checked (the first chains' positions)
+STEP = 1e-3  # h relative to 1 + |x|_inf
+REL_TOL = 0.05  # relative disagreement flagged
+MIN_BAD = 2  # points that must disagree (one point within h of a kink is not enough)
+
+
+def directional_errors(target, points, seed: int = 0) -> list:
+    """(grad V(x) . u, Richardson difference, tolerance) at each point x (rows of `points`) along a
+    random unit u; rows where V is not finite at x +- h u are left out."""
+    from ..targets.base import jitted
+
+    vg = jitted(target, "value_and_grad")
+    rng = np.random.default_rng(seed)
+    out = []
+    for x in np.asarray(points, dtype=np.float64):
+        u = rng.normal(size=x.shape)
+        u /= np.linalg.norm(u)
+        h = STEP * (1.0 + float(np.max(np.abs(x))))
+        v0, g0 = vg(x)
+        vals = [float(vg(x + t * h * u)[0]) for t in (1.0, -1.0, 0.5, -0.5)]
+        g0 = np.asarray(g0, dtype=np.float64)
+        if not (np.isfinite(float(v0)) and np.all(np.isfinite(vals))
+                and np.all(np.isfinite(g0))):
+            continue
+        d1 = (vals[0] - vals[1]) / (2 * h)
+        d2 = (vals[2] - vals[3]) / h
+        fd, dd = (4 * d2 - d1) / 3, float(g0 @ u)
+        eps = float(np.finfo(np.result_type(np.asarray(v0).dtype, np.float32)).eps)
+        roundoff = 20 * eps * max(abs(float(v0)), *map(abs, vals)) / h
+        out.append((dd, fd, REL_TOL * max(abs(dd), abs(fd)) + roundoff))
+    return out
+
+
+def check_gradient(target, positions, seed: int = 0) -> None:
+    """TargetError when grad V disagrees with V (`directional_errors`) at MIN_BAD or more of the
+    first NUM_POINTS positions (all of them when fewer could be checked)."""
+    pts = np.asarray(positions, dtype=np.float64).reshape(-1, target.dim)[:NUM_POINTS]
+    rows = directional_errors(target, pts, seed)
+    bad = [(dd, fd) for dd, fd, tol in rows if abs(dd - fd) > tol]
+    if not bad or len(bad) < min(MIN_BAD, len(rows)):
+        return
+    from ..targets.base import TargetError
+
+    dd, fd = bad[0]
+    raise TargetError(
+        f"the model's gradient disagrees with its log density at {len(bad)} of {len(rows)} "
+        f"warm-up points checked (along a random direction: the gradient gives {-dd:.6g}, a "
+        f"finite difference of the log density {-fd:.6g}); sampling with it would not converge. "
+        "Common causes: an index out of range (JAX clamps it when evaluating and drops it in the "
+        "gradient: check that labels used as indices run from 0 to size - 1), "
+        "jax.lax.stop_gradient, or a custom_jvp / custom_vjp rule that does not match its "
+        "function")
+
+
+__all__ = ["directional_errors", "check_gradient"]
