@@ -530,8 +530,6 @@ def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, targ
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if num_steps % thinning:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of thinning ({thinning})")
-    resources.check_draws(num_chains, num_steps, thinning, target.dim)  # before any work
-    warn_long_run(max_steps if target_ess is not None and max_steps else num_steps)
     if target_ess is not None and not target_ess > 0:
         raise ValueError(f"target_ess must be positive, got {target_ess!r}")
     if init is not None and np.shape(init) not in ((target.dim,), (num_chains, target.dim)):
