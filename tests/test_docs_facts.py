@@ -80,3 +80,13 @@ def test_the_automatic_switch_thresholds_are_the_codes():
         if value != expected:
             wrong.append((str(name), m.group(0), expected))
     assert not wrong, wrong
+
+
+def test_no_reference_to_files_outside_the_repository():
+    """Docs and package code cite papers, not the specification files the package was built from."""
+    pattern = re.compile(r"shared/|spec §|\bspec (?:section|GVI|HFHR|SGMCMC|FIELD)|"
+                         r"\b(?:GVI|HFHR|SGMCMC|FIELD-VI)\.md")
+    files = [*PAGES, *sorted((ROOT / "inertia").rglob("*.py"))]
+    hits = [f"{p.relative_to(ROOT)}:{i}" for p in files if p.name != "reliability.md"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits
