@@ -25,6 +25,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import inertia.config  # noqa: E402
+
+inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
+
 import inertia  # noqa: E402,F401  (float64)
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402

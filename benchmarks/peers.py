@@ -22,6 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import inertia.config
+
+inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
+
 import inertia  # noqa: F401  (float64)
 from inertia import vi
 from inertia.targets.zoo import make_target

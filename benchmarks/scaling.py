@@ -25,6 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import inertia.config
+
+inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
+
 import inertia  # noqa: F401  (float64)
 from inertia._threads import single_blas_thread
 from inertia.targets import kappa_family

@@ -18,6 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.optimize
 
+import inertia.config
+
+inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
+
 import inertia  # noqa: F401
 from inertia.experiments.sgmcmc import sim_linear, sim_poisson
 from inertia.sgmcmc import kernels, linear_regression, poisson_regression, tune

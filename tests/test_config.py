@@ -160,3 +160,33 @@ def test_config_switches_x64_on_and_off():
         assert jax.numpy.zeros(1).dtype == np.float64
     finally:
         inertia.config.enable_x64(before)
+
+
+def test_process_wide_limits_hold_until_the_last_thread_leaves():
+    """Thread A enters, B enters, A leaves while B runs: the GC threshold must hold for B, and the
+    caller's come back when B leaves (a depth counter that only the first thread sets restored it
+    under B). (OpenBLAS reports its thread count per calling thread, so the BLAS limit, counted the
+    same way, is not observable here.)"""
+    from inertia import _gc
+
+    a_in, b_in, a_out = (threading.Event() for _ in range(3))
+    seen = {}
+
+    def scoped(name, entered, wait_for, after=None):
+        with _gc.fewer_collections():
+            entered.set()
+            wait_for.wait(60)
+            if after is not None:
+                after.wait(60)
+                seen[name] = gc.get_threshold()[0]
+
+    old = gc.get_threshold()
+    ta = threading.Thread(target=scoped, args=("a", a_in, b_in))
+    tb = threading.Thread(target=scoped, args=("b", b_in, a_in, a_out))
+    ta.start()
+    tb.start()
+    ta.join(60)
+    a_out.set()
+    tb.join(60)
+    assert seen["b"] == max(old[0], _gc.YOUNG_THRESHOLD)  # still raised for B
+    assert gc.get_threshold() == old  # restored after the last one

@@ -108,7 +108,7 @@ def test_sample_a_model_file_and_save_in_a_clean_environment(clone, tmp_path):
 
 
 def test_readme_quick_start_in_a_clean_environment(clone, tmp_path):
-    readme = (clone / "README.md").read_text()
+    readme = (clone[0] / "README.md").read_text()
     (line,) = [ln for ln in readme.splitlines() if "inertia fit --model" in ln]
     cmd = line.split("&&", 1)[1].split()  # run as the install put it on PATH
     assert cmd[:2] == ["inertia", "fit"]

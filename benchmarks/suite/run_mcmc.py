@@ -38,6 +38,10 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
+import inertia.config  # noqa: E402
+
+inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
+
 import inertia  # noqa: E402,F401  (float64)
 from targets import NAMES, curvature_from_hessian, load_suite  # noqa: E402
 

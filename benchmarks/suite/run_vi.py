@@ -28,6 +28,10 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
+import inertia.config  # noqa: E402
+
+inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
+
 import inertia  # noqa: E402,F401  (float64)
 from inertia import vi  # noqa: E402
 from objective import DEFAULT_DRAWS, common_draws, evaluate, make_objective  # noqa: E402

@@ -274,7 +274,7 @@ def binary_response(y, response: str, path) -> np.ndarray:
 
 def load_csv(path, response: str, *, standardize: bool = True,
              drop_missing: bool = False) -> Dataset:
-    """Dataset from a CSV: predictors = every other column (spec §9.2 standardisation), y in {0, 1}
+    """Dataset from a CSV: predictors = every other column (standardised as the data sets are), y in {0, 1}
     from the two values of `response` (the larger value is 1)."""
     X, y_raw, names = read_csv(path, response=response, drop_missing=drop_missing)
     y = binary_response(y_raw, response, path)

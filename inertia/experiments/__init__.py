@@ -15,7 +15,10 @@ from ._runner import configure  # noqa: F401  (the backend grid cells run on: lo
 
 
 def registry() -> dict:
-    """Map experiment name -> run function, discovered from this package's modules."""
+    """Map experiment name -> run function, discovered from this package's modules; each runs in
+    float64 (JAX's thread-local x64: its building blocks as well as its fits)."""
+    from .._scope import in_float64
+
     found = {}
     for mod in pkgutil.iter_modules(__path__):
         if mod.name.startswith("_"):
@@ -24,7 +27,7 @@ def registry() -> dict:
         for name, fn in getattr(module, "EXPERIMENTS", {}).items():
             if name in found:
                 raise RuntimeError(f"experiment {name!r} defined twice")
-            found[name] = fn
+            found[name] = in_float64(fn)
     return found
 
 

@@ -3,8 +3,8 @@
 Ray is optional (`pip install 'inertia[ray]'`). Each missing cell becomes one Ray task; a cell is
 whatever the experiment made it (typically one vmapped batch of seeds), so the numbers a task
 computes are the ones the local backend computes for the same seeds. Cells are shipped as
-cloudpickled closures and unpickled only after `import inertia` in the worker, so workers run in
-float64 like the driver. Workers need `inertia` importable (installed on every node of a remote
+cloudpickled closures and unpickled only after the worker has switched float64 on
+(`inertia.config.enable_x64()`), so workers run in float64 like the driver. Workers need `inertia` importable (installed on every node of a remote
 cluster, or shipped with `runtime_env={"py_modules": [...]}` when you call `ray.init` yourself).
 """
 from __future__ import annotations
@@ -36,10 +36,13 @@ def ensure_ray(address: str | None = None):
 
 
 def _execute(payload: bytes):
-    """Worker side: enable float64 (import inertia), unpickle the cell, run it, JSON-ready output."""
+    """Worker side: enable float64 (a worker is inertia's own process), unpickle the cell, run it,
+    JSON-ready output."""
     import cloudpickle
 
-    import inertia  # noqa: F401  (float64 before any array is rebuilt)
+    import inertia.config
+
+    inertia.config.enable_x64()  # float64 before any array is rebuilt
     from inertia._json import to_jsonable as _to_jsonable
 
     fn = cloudpickle.loads(payload)

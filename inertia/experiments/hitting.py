@@ -1,6 +1,6 @@
 """Hitting times on a checkpoint grid, matched accelerated/plain comparisons, log-log slopes.
 
-Conventions of the paper's App. D.4 (spec GVI.md §9.3): the hitting time at relative threshold delta
+Conventions of the paper's App. D.4: the hitting time at relative threshold delta
 is the first recorded checkpoint whose seed-mean gap is <= delta * g0 (g0 the common initial mean
 gap); a checkpoint counts only when every seed's gap there is finite; a run that never gets there is
 right-censored (None); in a comparison a finite crossing beats a missing one.

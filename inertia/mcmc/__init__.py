@@ -1,5 +1,5 @@
 """inertia.mcmc: exact (Metropolis-adjusted) HFHR, the default, and the unadjusted HFHR, KLMC and ULA
-schemes with exact Gaussian diagnostics (spec HFHR.md, docs/hfhr.md)."""
+schemes with exact Gaussian diagnostics (docs/hfhr.md)."""
 from .gaussian import GaussianDiagnostics, StationaryLaw, affine_map, propagate, stationary_affine, w2_gaussian
 from .kernels import (REGISTRY, ExactInfo, ExactState, Info, KineticState, LangevinState, Method,
                       Params, get_method, hfhr, hfhr_exact, hfhr_rm, klmc, ula, uld_rm)

@@ -1,4 +1,4 @@
-"""Exact laws of the linear schemes on Gaussian targets (spec HFHR.md, "For any linear scheme ...").
+"""Exact laws of the linear schemes on Gaussian targets ("For any linear scheme ...").
 
 On V(q) = (q - mu)^T P (q - mu) / 2 each one-gradient scheme is affine in (q, p) with Gaussian noise,
 so the chain's law stays Gaussian: m <- A m + c, S <- A S A^T + Q. The affine map is read off the

@@ -1,4 +1,4 @@
-"""NAG-SC and its map to HFHR parameters (spec HFHR.md, "NAG-SC ... is exactly a first-order
+"""NAG-SC and its map to HFHR parameters ("NAG-SC ... is exactly a first-order
 discretisation of the Hessian-free high-resolution ODE").
 
 NAG-SC: x_{k+1} = y_k - s grad f(y_k), y_{k+1} = x_{k+1} + c (x_{k+1} - x_k), c = (1 - sqrt(ms))/(1 + sqrt(ms)).
@@ -40,7 +40,7 @@ def nag_momentum(s, m) -> float:
 def nag_to_hfhr(s, m, scheme: str = "euler") -> dict:
     """(h, gamma, alpha, momentum_scale) under which a noise-free HFHR step is exactly NAG-SC.
 
-    "euler" is the spec's map h = sqrt(c s), gamma = (1 - c)/h, alpha = s/h, for the first-order step
+    "euler" is the map h = sqrt(c s), gamma = (1 - c)/h, alpha = s/h, for the first-order step
     p' = (1 - gamma h) p - h g, q' = q - alpha h g + h p'. Our kernels' schemes need their own maps
     (derived here; they agree with "euler" to first order as s -> 0), with p = (y - x) / momentum_scale:
     "split": h = sqrt(c s (-ln c)/(1 - c)), gamma = -ln(c)/h, alpha = s/h, momentum_scale = alpha;
@@ -64,7 +64,7 @@ def nag_to_hfhr(s, m, scheme: str = "euler") -> dict:
 
 
 def hfhr_euler_step(q, p, g, *, step_size, gamma, alpha):
-    """Noise-free first-order HFHR step of the spec's NAG-SC link: p' = (1 - gamma h) p - h g, q' = q - alpha h g + h p'."""
+    """Noise-free first-order HFHR step of the NAG-SC link: p' = (1 - gamma h) p - h g, q' = q - alpha h g + h p'."""
     h = step_size
     p_new = (1.0 - gamma * h) * p - h * g
     return q - alpha * h * g + h * p_new, p_new

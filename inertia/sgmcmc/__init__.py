@@ -1,5 +1,5 @@
 """Calibrated SGD / SGLD: preconditioned stochastic-gradient samplers whose stationary covariance
-matches the sandwich covariance (Wang, Huggins et al. 2026; spec `SGMCMC.md`).
+matches the sandwich covariance (Wang, Huggins et al. 2026).
 
 Algorithm 1 in one call::
 

@@ -1,4 +1,4 @@
-"""Per-observation losses for calibrated SG(L)D (spec SGMCMC.md section 5).
+"""Per-observation losses for calibrated SG(L)D (Wang, Huggins et al. 2026, Section 5).
 
 A `Model` holds N observations, a per-observation loss l(theta, datum) and a Gaussian prior
 R(theta) = theta^T Gamma theta / 2. Generalised linear models (linear with Gaussian log loss or
@@ -316,7 +316,7 @@ def ols_residual_sd(X, y) -> float:
 
 
 def linear_link(loss: str, sigma: float, beta_div: float = 1.5):
-    """(link, info) of a linear regression's loss: Gaussian log loss or beta divergence (spec 5)."""
+    """(link, info) of a linear regression's loss: Gaussian log loss or beta divergence."""
     if not sigma > 0:
         raise ValueError(f"sigma must be positive; got {sigma}")
     if loss == "log":
@@ -331,9 +331,9 @@ def linear_link(loss: str, sigma: float, beta_div: float = 1.5):
 
 def linear_regression(X, y, *, loss="log", beta_div=1.5, sigma=None, prior_precision=None,
                       intercept=False) -> Model:
-    """Linear regression with Gaussian log loss or beta-divergence loss (spec section 5).
+    """Linear regression with Gaussian log loss or beta-divergence loss.
 
-    `sigma` defaults to the residual sd of least squares (the spec's choice for Boston).
+    `sigma` defaults to the residual sd of least squares (the paper's choice for Boston).
     """
     Xd, yd = _design(X, y, intercept)
     if sigma is None:

@@ -169,7 +169,7 @@ class Curvature:
 
     @property
     def target_cov(self) -> np.ndarray:
-        """Sigma* = S / N, the UQ target of Algorithm 1 (spec section 1)."""
+        """Sigma* = S / N, the UQ target of Algorithm 1."""
         return self.sandwich / self.num_obs
 
     @property

@@ -2,7 +2,7 @@
 
 dq-exact (the paper's rule, solved exactly): with P = Lambda^-1, eq. 15 becomes the continuous
 Lyapunov equation (H S - I/beta) P + P (S H - I/beta) = C(S) + H S H; one Bartels-Stewart solve
-gives a symmetric P, hence a symmetric Lambda (spec section 2). The baselines: ct (eq. 7),
+gives a symmetric P, hence a symmetric Lambda. The baselines: ct (eq. 7),
 dq-const (eq. 9 with C = J/B) and lr-ws (eq. 9-10). With momentum there is no closed form: a
 root solve over the D(D+1)/2 entries of a symmetric Lambda, started from (1 - kappa) x the
 kappa = 0 solution.

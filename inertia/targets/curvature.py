@@ -1,12 +1,12 @@
 """Curvature bounds alpha <= hess V <= beta estimated from the target: MAP, Laplace fit, Lanczos.
 
-The VI step rules (spec §3, §6) and feasible sets K_L / K_C need bounds alpha <= eig(hess V) <= beta
+The VI step rules and feasible sets K_L / K_C need bounds alpha <= eig(hess V) <= beta
 that a user's model does not come with. `estimate_curvature` finds the MAP with scipy's L-BFGS,
 takes the extreme Hessian eigenvalues there and at a few draws of the Laplace approximation
 (Lanczos on HVPs via scipy's `eigsh`, or a dense eigendecomposition for small d), and widens them
 by a stated safety margin. Points where hess V is indefinite (non-log-concave targets) do not set
 alpha: it comes from the mean Hessian over the points, the curvature the Gaussian optimum sees
-(Sigma* = (E_q* hess V)^-1, spec §1).
+(Sigma* = (E_q* hess V)^-1).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gaussian targets N(mu, P^{-1}) with exact expectations, and the paper's kappa-family (spec 9.1)."""
+"""Gaussian targets N(mu, P^{-1}) with exact expectations, and the paper's kappa-family."""
 from __future__ import annotations
 
 import jax.numpy as jnp

@@ -13,7 +13,7 @@ from ..linalg import tril_product
 from .base import GaussianExpectations, ObservationModel, Target, TargetError
 from .._scope import in_float64
 
-DEFAULT_ORDER = 192  # quadrature order of `expectations`; gap evaluation checks it against 384 (spec §9.3)
+DEFAULT_ORDER = 192  # quadrature order of `expectations`; gap evaluation checks it against 384
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,7 +84,7 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
     `prior_precision` is a scalar (Q0 = c I) or a (d, d) matrix. Labels y in {0,1} or {-1,+1}.
     Curvature bounds default to alpha = lambda_min(Q0), beta = lambda_max(Q0) + c lambda_max(X^T X)
     with c = 1/4 (logistic) or 1 (probit). `quadrature` ("hermite" or "trapezoid") is the 1-D rule
-    for expectations; default trapezoid for logistic, Gauss-Hermite for probit (spec §9.3).
+    for expectations; default trapezoid for logistic, Gauss-Hermite for probit.
     Checks and bounds are computed in float64; the functions compute in `dtype`.
     """
     if link not in LINKS:

@@ -1,5 +1,5 @@
-"""Graph-probit posteriors (spec §9.2): kNN graph, normalised Laplacian, Q_tau = I + tau L_G,
-and the reference optimum F_ref of spec §9.3."""
+"""Graph-probit posteriors: kNN graph, normalised Laplacian, Q_tau = I + tau L_G,
+and the reference optimum F_ref (the stationary equations of the Gaussian VI objective)."""
 from __future__ import annotations
 
 import math
@@ -29,7 +29,7 @@ def knn_graph(X, k: int = DEFAULT_K, *, mutual: bool = False) -> np.ndarray:
     n = X.shape[0]
     if not 1 <= int(k) < n:
         raise TargetError(f"k must be in [1, n-1] = [1, {n - 1}]; got {k}")
-    # Exact distances and a stable sort: ties (duplicated rows) go to the lower index (spec §9.2),
+    # Exact distances and a stable sort: ties (duplicated rows) go to the lower index,
     # where sklearn's kneighbors leaves their order unspecified.
     D = cdist(X, X)
     np.fill_diagonal(D, np.inf)
@@ -52,7 +52,7 @@ def normalized_laplacian(W) -> np.ndarray:
 def graph_probit(X, y, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU, mutual: bool = False,
                  name: str | None = None) -> Target:
     """V(z) = z^T Q_tau z / 2 - sum_i log Phi(ytilde_i z_i), Q_tau = I + tau L_G, d = n;
-    alpha = 1, beta = kappa = 2 + tau lambda_max(L_G) (spec §9.2)."""
+    alpha = 1, beta = kappa = 2 + tau lambda_max(L_G)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y).ravel()
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
@@ -86,7 +86,7 @@ def graph_probit_dataset(name: str, *, k: int = DEFAULT_K, tau: float = DEFAULT_
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference optimum (spec §9.3), in numpy/scipy: it runs once per target.
+# Reference optimum, in numpy/scipy: it runs once per target.
 
 def _problem(target: Target):
     """(Q, ytilde) of a graph-probit (identity-design probit) target."""
@@ -112,7 +112,7 @@ def _moments(yt, m, s, order):
 
 def graph_probit_objective(Q, yt, m, S, order) -> float:
     """F(m, S) = m^T Q m / 2 + tr(Q S) / 2 - sum_i E log Phi(ytilde_i z_i) - H(N(m, S)),
-    with the entropy constant (n/2) log(2 pi e) as in `inertia.vi.objective` (spec §9.3)."""
+    with the entropy constant (n/2) log(2 pi e) as in `inertia.vi.objective`."""
     n = m.shape[0]
     elog, _, _ = _moments(yt, m, np.sqrt(np.diag(S)), order)
     logdet = 2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(S))))
@@ -133,7 +133,7 @@ def _stationarity(Q, yt, m, S, order):
 
 
 def _solve(Q, yt, order, max_iter, step_tol=1e-12):
-    """Fixed point of spec §9.3 until the updates of m and sqrt(diag Sigma) stall."""
+    """Fixed point of the stationary equations until the updates of m and sqrt(diag Sigma) stall."""
     n = Q.shape[0]
     eye = np.eye(n)
     m, s = np.zeros(n), np.ones(n)
@@ -155,7 +155,7 @@ def _solve(Q, yt, order, max_iter, step_tol=1e-12):
 def graph_probit_reference(target: Target, order: int = 192, *, check_order: int | None = None,
                            max_iter: int = 50, grad_tol: float = 1e-5, cov_tol: float = 1e-8,
                            objective_agreement: float = 1e-8, strict: bool = True):
-    """(m, Sigma, F_ref, diagnostics): fixed point with a Newton step in m (spec §9.3),
+    """(m, Sigma, F_ref, diagnostics): fixed point with a Newton step in m,
     accepted when the Cholesky gradient norm <= 1e-5, the relative covariance residual <= 1e-8,
     and orders `order` vs `check_order` (default 2 order) agree within 1e-8 (objective) and
     1e-5 (gradient of this solution under the higher order)."""
@@ -176,8 +176,8 @@ def graph_probit_reference(target: Target, order: int = 192, *, check_order: int
                 if not diag[k] <= tol]
     diag["accepted"] = not failures
     if failures and strict:
-        raise FloatingPointError(f"graph-probit reference for {target.name!r} fails the spec §9.3 "
-                                 f"acceptance: {'; '.join(failures)}")
+        raise FloatingPointError(f"graph-probit reference for {target.name!r} fails its "
+                                 f"acceptance test: {'; '.join(failures)}")
     return m, S, F, diag
 
 

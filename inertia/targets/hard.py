@@ -1,4 +1,4 @@
-"""The hard target family of the GVI lower bound (Theorem 3.1; spec GVI.md §8).
+"""The hard target family of the GVI lower bound (Theorem 3.1).
 
 Ball B of radius a = (1 + R^{-1/2}) sqrt(d), d = ceil(R^4), hidden unit direction v,
 K_v = B ∩ {v^T x <= R}, e_K(x) = dist(x, K)^2 / 2 and

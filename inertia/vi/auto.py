@@ -17,7 +17,7 @@ SMALL_BATCH_METHODS = ("stl-proj", "dgg-stl")  # STL's variance at the start gro
 
 
 # Above this condition number of the whitened target (bounds at draws of the start) the automatic
-# mode runs ngvi-reparam: stl-proj contracts by ~1 - 1/sqrt(15 kappa) per update (spec §3), NGVI's
+# mode runs ngvi-reparam: stl-proj contracts by ~1 - 1/sqrt(15 kappa) per update, NGVI's
 # natural-gradient step is affine-invariant (docs/vi.md, "When the default does not converge").
 # On 22 posteriors stl-proj converged at whitened kappa up to 198 and stalled at 693 (an 8-group
 # hierarchical linear model: 20,000 updates not converged; ngvi-reparam converged in 3,200)
@@ -103,7 +103,7 @@ def best_scale(target, mode, factor, seed=0, scales=tuple(2.0 ** -k for k in ran
 
 def boundary(feasible: Optional[str], A: np.ndarray, alpha: float, beta: float,
              rel: float = 1e-6) -> tuple[bool, bool]:
-    """(lower side active, upper side active) of the feasible set at factor A (spec §2.3-2.5)."""
+    """(lower side active, upper side active) of the feasible set at factor A."""
     if feasible is None:
         return False, False
     d = A.shape[-1]

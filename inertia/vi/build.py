@@ -13,7 +13,7 @@ from .registry import Method, StepRule, get_estimator, get_method
 
 def resolve_step(method: Method, target: Target, batch_size: int, accelerated: bool,
                  step_size=None, s=None) -> StepRule:
-    """Default step size / acceleration parameter of spec §3 and §6, with overrides."""
+    """Default step size / acceleration parameter of the method's step rule, with overrides."""
     target.require_bounds()
     rule = method.step_rule(target.alpha, target.beta, target.dim, batch_size)
     eta = rule.eta if step_size is None else float(step_size)

@@ -1,6 +1,6 @@
 """Gaussian family in Cholesky (L) or symmetric-root (C) coordinates: prox maps, projections, psi.
 
-Spec GVI.md §1-2. `coords` is "chol" (A = L lower triangular, Sigma = L L^T) or "sym"
+`coords` is "chol" (A = L lower triangular, Sigma = L L^T) or "sym"
 (A = C symmetric positive definite, Sigma = C^2).
 """
 from __future__ import annotations
@@ -55,12 +55,12 @@ def inv_factor_T_times(A, xi, coords):
 
 
 def phi(y, eta):
-    """phi_eta(y) = (y + sqrt(y^2 + 4 eta)) / 2, the scalar prox of -eta log (spec §2.1)."""
+    """phi_eta(y) = (y + sqrt(y^2 + 4 eta)) / 2, the scalar prox of -eta log."""
     return 0.5 * (y + jnp.sqrt(y * y + 4.0 * eta))
 
 
 def prox_entropy(Y, eta, coords):
-    """prox of eta*h: phi_eta on the Cholesky diagonal, or on the eigenvalues of sym(Y) (§2.1)."""
+    """prox of eta*h: phi_eta on the Cholesky diagonal, or on the eigenvalues of sym(Y)."""
     if coords == "chol":
         Y = low(Y)
         d = jnp.diag(Y)
@@ -91,7 +91,7 @@ def _norm_root(norm_sq_at, radius, dtype):
 
 def _shrink_to_ball(Y, diag_at, radius):
     """L(gamma) = off(Y)/(1+gamma) + diag(diag_at(diag Y, gamma)) with the smallest gamma >= 0
-    giving ||L||_F <= radius: the KKT form shared by the prox of §2.2 and the projection of §2.3."""
+    giving ||L||_F <= radius: the KKT form shared by the norm-constrained prox and the projection onto K_L."""
     Y = low(Y)
     dY = jnp.diag(Y)
     off = Y - jnp.diag(dY)
@@ -102,31 +102,31 @@ def _shrink_to_ball(Y, diag_at, radius):
 
 
 def prox_norm_constrained(Y, eta, radius):
-    """prox of eta*(-sum log L_ii + indicator ||L||_F <= radius) for lower-triangular Y (§2.2)."""
+    """prox of eta*(-sum log L_ii + indicator ||L||_F <= radius) for lower-triangular Y."""
     return _shrink_to_ball(
         Y, lambda d, g: (d + jnp.sqrt(d * d + 4.0 * eta * (1.0 + g))) / (2.0 * (1.0 + g)), radius)
 
 
 def project_KL(Y, radius, tau0):
-    """Euclidean projection onto {L lower-tri, ||L||_F <= radius, L_ii >= tau0} (§2.3)."""
+    """Euclidean projection onto {L lower-tri, ||L||_F <= radius, L_ii >= tau0}."""
     return _shrink_to_ball(Y, lambda d, g: jnp.maximum(d / (1.0 + g), tau0), radius)
 
 
 def project_spectrum(C, lower, upper=jnp.inf):
-    """Projection of sym(C) onto {spec(C) in [lower, upper]} by clipping eigenvalues (§2.4)."""
+    """Projection of sym(C) onto {spec(C) in [lower, upper]} by clipping eigenvalues."""
     w, Q = jnp.linalg.eigh(sym(C))
     return (Q * jnp.clip(w, lower, upper)) @ Q.T
 
 
 def psi(t, tau0):
-    """Smooth extension of -log t below tau0 (eq. (3), spec §2.5)."""
+    """Smooth extension of -log t below tau0 (eq. (3))."""
     ts = jnp.maximum(t, tau0)
     quad = -jnp.log(tau0) - (t - tau0) / tau0 + (t - tau0) ** 2 / (2 * tau0**2)
     return jnp.where(t >= tau0, -jnp.log(ts), quad)
 
 
 def psi_prime(t, tau0):
-    """psi'(t): -1/t above tau0, linear below (spec §2.5)."""
+    """psi'(t): -1/t above tau0, linear below."""
     ts = jnp.maximum(t, tau0)
     return jnp.where(t >= tau0, -1.0 / ts, -1.0 / tau0 + (t - tau0) / tau0**2)
 

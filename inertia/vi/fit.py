@@ -30,7 +30,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
         step_size: Optional[float] = None, init=None, progress: bool = False,
         dtype: str = "float64", options: Optional[FitOptions] = None, quality: bool = True,
         **keywords) -> FitResult:
-    """Fit N(m, Sigma) to the target with a registered method (spec §4); see `METHODS`.
+    """Fit N(m, Sigma) to the target with a registered method; see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
     `num_steps` updates (default 1000) in at most ~50 compiled `lax.scan` blocks; several seeds are

@@ -1,6 +1,6 @@
 """Objective monitoring for any target: F(q) by common random numbers, its error, a stopping rule.
 
-F(q) = E_q V - H(q) (spec §1) is estimated at every checkpoint as
+F(q) = E_q V - H(q) is estimated at every checkpoint as
 F_hat = mean_j V(m + A xi_j) - (d/2) log(2 pi e) - log|det A| over ONE fixed set xi_1..xi_n reused
 at every checkpoint (common random numbers): the trace is smooth, and the difference of two
 checkpoints has the paired standard error sd_j(V_k(xi_j) - V_l(xi_j)) / sqrt(n), far below the

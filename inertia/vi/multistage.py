@@ -5,7 +5,7 @@ estimator's variance / b on non-Gaussian targets. The multistage idea of Ghadimi
 mentioned in the paper's discussion, runs stages k = 0, 1, ...: stage k warm-starts from the
 previous stage's Gaussian (momentum restarted), uses batch b_k = b_0 growth^k (floor / growth) and
 runs long enough to contract by about that factor (~ s ln(growth) updates, s the acceleration
-parameter of spec §6). Each stage is one compiled `fit`; the run stops when the exact gap is at or
+parameter of the step rules). Each stage is one compiled `fit`; the run stops when the exact gap is at or
 below `target_gap` (targets with exact expectations) or the stages / query budget are spent.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The VI objective F(q) = E_q V - H(q) and its optimum F* (spec §1, §9.3)."""
+"""The VI objective F(q) = E_q V - H(q) and its optimum F*."""
 from __future__ import annotations
 
 import math
@@ -12,7 +12,7 @@ import numpy as np
 from .. import _compile
 from ..targets.base import Target, TargetError
 
-QUADRATURE_ORDERS = (192, 384, 768, 1536)  # Gauss-Hermite ladder of spec §9.3
+QUADRATURE_ORDERS = (192, 384, 768, 1536)  # Gauss-Hermite orders, raised until two agree to 1e-8
 # the trapezoid rule (logistic link) stays accurate at higher orders; wide marginals (a Cholesky
 # factor on the norm ball ||L||_F <= sqrt(d/alpha)) can need them
 TRAPEZOID_ORDERS = QUADRATURE_ORDERS + (3072, 6144)
@@ -71,7 +71,7 @@ def objective(target: Target, means, covs, *, half_logdets=None, return_order=Fa
 
     Quadrature targets climb the order ladder (192, 384, 768, 1536[, 3072, 6144 for the trapezoid
     rule]) point by point: each value is the lower order of the first consecutive pair that agrees
-    within 1e-8 (spec §9.3), so only hard points pay for high orders. `return_order=True` also
+    within 1e-8, so only hard points pay for high orders. `return_order=True` also
     returns the highest order used (None for exact targets). `half_logdets` (log |det A| per
     Gaussian, see `half_logdet`) avoids taking the entropy from an ill-conditioned Sigma.
     """
@@ -161,7 +161,7 @@ def _grad_norm_fn(expect):
 
 def reference(target: Target, *, order=None, tol=1e-10, max_iter=200) -> Reference:
     """q* and F*: closed form when known, else the stationary equations E grad V = 0,
-    Sigma^{-1} = E hess V solved by Newton steps in m with Sigma <- (E hess V)^{-1} (spec §9.3)."""
+    Sigma^{-1} = E hess V solved by Newton steps in m with Sigma <- (E hess V)^{-1}."""
     cache = _target_cache(target)
     key = ("reference", order, tol)
     if key in cache:

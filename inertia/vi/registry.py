@@ -1,4 +1,4 @@
-"""Method registry: name -> algorithm + estimator + default step rule (spec §3, §4, §6).
+"""Method registry: name -> algorithm + estimator + default step rule.
 
 Adding a method is one entry here (plus one file if it needs a new estimator or algorithm).
 """
@@ -48,7 +48,7 @@ def _rule(s_fn):
 
 
 def r_b(d, b):
-    """Mean-square Lipschitz factor of the batch energy estimator, r_b = 1 + (d + 2)/b (spec §6)."""
+    """Mean-square Lipschitz factor of the batch energy estimator, r_b = 1 + (d + 2)/b."""
     return 1.0 + (d + 2.0) / b
 
 
@@ -175,18 +175,18 @@ METHODS = {m.name: m for m in [
     Method("price-stl-proj", "price-stl", "Alg. 3 (projected, symmetric root)", True, _s15,
            _build_sym(False), feasible="sym"),
     Method("dgg-prox", "reparam", "prox-SGD (Domke-Gower-Garrigos 2023)", False, _dgg_rule,
-           _build_apg("entropy"), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]"),
+           _build_apg("entropy"), baseline=True, description="eta = alpha/(2 beta^2 r_b)"),
     Method("dgg-stl", "stl", "projected SGD, sigma_min(C) >= beta^-1/2 (DGG 2023)", False,
-           _dgg_rule, _build_sym(True), baseline=True, description="eta = alpha/(2 beta^2 r_b) [U]",
+           _dgg_rule, _build_sym(True), baseline=True, description="eta = alpha/(2 beta^2 r_b)",
            feasible="sym-floor"),
     Method("price-spgd", "price", "prox-SGD with Price's gradient (Kim et al. 2026)", False, _sp,
-           _build_apg("entropy"), baseline=True, description="eta = 1/(alpha s_p^2) [U]"),
+           _build_apg("entropy"), baseline=True, description="eta = 1/(alpha s_p^2)"),
     Method("fb-gvi", "price", "Bures-Wasserstein forward-backward (Diao et al. 2023)", False,
            _fixed_eta(lambda a, b: 1.0 / b), _build_bures(0.0), baseline=True,
-           description="eta = 1/beta [U]"),
+           description="eta = 1/beta"),
     Method("svrgvi", "price", "BW forward-backward, score control c = 1 (Luu et al. 2025)", False,
            _fixed_eta(lambda a, b: 1.0 / b), _build_bures(1.0), baseline=True,
-           description="eta = 1/beta [U]"),
+           description="eta = 1/beta"),
     Method("ngvi", "price", "NGVI / VON, positive-definite update (Lin, Schmidt & Khan 2020)",
            False, _ngvi_rule, _build_ngvi("price", False), baseline=True,
            description="rho = 1/2 [ours]; Hessian by HVPs (Price); score control [ours]",
@@ -204,7 +204,7 @@ METHODS = {m.name: m for m in [
            options=("schedule",)),
 ]}
 
-# the field's Gaussian VI beyond the paper (FIELD-VI.md); PAPER_METHODS: the paper's 6 pairs + 5
+# the field's Gaussian VI beyond the paper; PAPER_METHODS: the paper's 6 pairs + 5
 FIELD_METHODS = ["ngvi", "ngvi-reparam", "sqrt-ngvi", "bam"]
 PAPER_METHODS = [n for n in METHODS if n != "exact-apg" and n not in FIELD_METHODS]
 

@@ -195,3 +195,27 @@ def test_verdict_names_divergences_and_acceptance_collapse():
     assert "acceptance collapsed in chain 1" in verdict_problems(low, 0.8)[0]
     apart = dict(ok, acceptance_rate=[0.95, 0.6, 0.9, 0.9])
     assert "disagree" in verdict_problems(apart, 0.8)[0]
+
+
+def test_cli_burn_in_keeps_the_exact_kernels_verdict(capsys, monkeypatch):
+    """`--burn-in` re-diagnoses the kept draws; the exact kernel's own problems (divergences,
+    acceptance) must stay in the verdict and the exit status, not only R-hat and ESS."""
+    from inertia.mcmc import adapt
+
+    real = adapt.verdict_problems
+    seen = []
+
+    def with_divergences(summary, target_accept, tuning=None, unconverged=False):
+        seen.append(summary)
+        return real(dict(summary, divergences=[0, 2] + [0] * (len(summary["divergences"]) - 2)),
+                    target_accept, tuning, unconverged)
+
+    monkeypatch.setattr(adapt, "verdict_problems", with_divergences)
+    rc = main(["sample", "--dim", "3", "--kappa", "10", "--quiet", "--json", "--seed", "0",
+               "--burn-in", "0.25"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 3 and not out["converged"]
+    assert "2 divergent transitions after warm-up" in " ".join(out["diagnostics"]["problems"])
+    # judged on the kept draws: the JSON's per-chain acceptance is the re-diagnosis' own
+    assert len(seen) == 2 and seen[-1]["acceptance_rate"] == out["acceptance_rate"]
+    assert seen[-1]["acceptance_rate"] != seen[0]["acceptance_rate"]

@@ -1,8 +1,8 @@
-"""HFHR experiments (spec HFHR.md, "Experiments to run"): `inertia reproduce hfhr-gaussian |
+"""HFHR experiments ("Experiments to run"): `inertia reproduce hfhr-gaussian |
 hfhr-logistic | hfhr-bnn | hfhr-mixture [--quick]`, one module each. Every cell is saved as JSON;
 a rerun resumes.
 
-The paper's numbers were not recovered; these are our reconstructions (docs/hfhr.md).
+These are our experiments of the paper's kinds; no number is the paper's (docs/hfhr.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Experiments of the calibrated SG(L)D paper (spec SGMCMC.md section 6):
+"""Experiments of the calibrated SG(L)D paper (Wang, Huggins et al. 2026, Section 6):
 `inertia reproduce sgmcmc-linear | sgmcmc-boston | sgmcmc-poisson | sgmcmc-predict | sgmcmc-nn |
 sgmcmc-cost [--quick] [--reps N]`, and the authors' code designs `sgmcmc-linear-code |
 sgmcmc-boston-code | sgmcmc-poisson-code` (printed and code tuning rules side by side). Every cell

@@ -1,4 +1,4 @@
-"""The Gaussian-VI paper's experiments (Park, Jang & Chen 2026, App. D; spec GVI.md §9):
+"""The Gaussian-VI paper's experiments (Park, Jang & Chen 2026, App. D):
 `inertia reproduce kappa-scaling | gaussian-methods | graph-probit | logistic [--quick] [--out DIR]`.
 
 One saved cell per (target x method x batch x seed group); a rerun, or a larger run sharing cells,

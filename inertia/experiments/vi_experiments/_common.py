@@ -19,7 +19,7 @@ from .._runner import cell_key, run_cells, save_plot
 SEEDS = tuple(20260831 + 997 * j for j in range(5))  # App. D.4
 DATASETS = ("sonar", "ionosphere", "wdbc", "pima", "banknote")
 PAIRS = tuple(n for n in PAPER_METHODS if get_method(n).accelerable)  # the six matched pairs
-THRESHOLDS = (1e-2, 1e-3, 1e-4, 1e-5)  # Table 4 (1e-3 and 1e-4 inferred, spec §9.3)
+THRESHOLDS = (1e-2, 1e-3, 1e-4, 1e-5)  # Table 4 (1e-3 and 1e-4 inferred)
 EXACT_ON_GAUSSIANS = ("fd", "paired")  # samplewise exact estimators: one seed suffices (App. D.1)
 
 
@@ -164,7 +164,7 @@ def _curve_figure(path, panels, *, xlabel="update", ylabel="F(q) - F_ref", log_x
 # ----------------------------------------------------------------------------------- targets
 @functools.lru_cache(maxsize=None)
 def kappa_target(kappa):
-    """The d = 8 kappa-family pi_kappa (spec §9.1)."""
+    """The d = 8 kappa-family pi_kappa."""
     from ...targets import kappa_family
 
     return kappa_family(8, float(kappa))
@@ -172,7 +172,7 @@ def kappa_target(kappa):
 
 @functools.lru_cache(maxsize=None)
 def graph_probit_target(name):
-    """Graph-probit posterior of a data set (spec §9.2), cached so F_ref is solved once."""
+    """Graph-probit posterior of a data set, cached so F_ref is solved once."""
     from ...targets.graph_probit import graph_probit_dataset
 
     return graph_probit_dataset(name)
@@ -201,7 +201,7 @@ def _node_factor(t) -> int:
 
 @functools.lru_cache(maxsize=None)
 def logistic_target(name):
-    """Bayesian logistic regression with intercept, prior N(0, I) (spec §9.5, our setup)."""
+    """Bayesian logistic regression with intercept, prior N(0, I) (our setup)."""
     from ...data import load_dataset
     from ...targets import logistic_regression
 

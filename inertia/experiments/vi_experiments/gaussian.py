@@ -66,7 +66,7 @@ def run_kappa_scaling(out, quick=False, **options) -> dict:
         fhits = {k: ht.hitting_time(*_arrays(res[key])[:2], cfg["threshold"], relative=False)
                  for k, key in findex.items()}
         frows = [[k] + [fhits[(k, f)] for f in cfg["field"]] for k in cfg["kappas"]]
-        md += ["\n\nThe field's methods (FIELD-VI.md, default steps, b = "
+        md += ["\n\nThe field's methods (default steps, b = "
                f"{cfg['batch']}, budget {cfg['field_steps']} updates): first update with 5-seed "
                "mean gap <= 1e-6.\n\n",
                markdown_table(["kappa", *cfg["field"]], frows)]

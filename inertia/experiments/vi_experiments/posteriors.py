@@ -101,7 +101,7 @@ def _posterior_plots(out, prefix, cfg, runs, ylabel):
 
 
 def _claims(cfg, runs, comps):
-    """The paper's D.5 statements (spec §9.4) checked on what ran; None where cells are missing."""
+    """The paper's D.5 statements checked on what ran; None where cells are missing."""
     claims = []
     if 64 in comps:
         pairs, table, _ = comps[64]  # "every dataset": every dataset with both cells

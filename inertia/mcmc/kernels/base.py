@@ -1,4 +1,4 @@
-"""Shared pieces of the kernels: states, info, the Ornstein-Uhlenbeck coefficients (spec HFHR.md)."""
+"""Shared pieces of the kernels: states, info, the Ornstein-Uhlenbeck coefficients."""
 from __future__ import annotations
 
 import math
@@ -93,7 +93,7 @@ def _series(x, coef):
 
 class OUCoefficients(NamedTuple):
     """psi0 = e^{-gh}, psi1 = (1 - e^{-gh})/g, psi2 = (h - psi1)/g, and the 2x2 Cholesky factor of
-    the covariance of (zeta_q, zeta_p) per coordinate (spec HFHR.md, one-gradient schemes)."""
+    the covariance of (zeta_q, zeta_p) per coordinate (one-gradient schemes)."""
 
     psi0: Array
     psi1: Array

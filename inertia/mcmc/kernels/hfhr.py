@@ -1,4 +1,4 @@
-"""HFHR(alpha, gamma) one-gradient schemes (spec HFHR.md, schemes 2 and 3).
+"""HFHR(alpha, gamma) one-gradient schemes (schemes 2 and 3).
 
 exponential (default): freeze g = grad V(q) and solve the HFHR SDE exactly,
     p' = psi0 p - psi1 g + zeta_p,  q' = q + psi1 p - (alpha h + psi2) g + sqrt(2 alpha h) xi + zeta_q;
@@ -71,7 +71,7 @@ def _stepper(transition):
 
 
 def check(params: Params, L=None):
-    """h, gamma > 0, alpha >= 0, and alpha h L < 2 when L is known (spec: stability)."""
+    """h, gamma > 0, alpha >= 0, and alpha h L < 2 when L is known (stability)."""
     msg = check_common(params, ("gamma", "alpha"))
     if msg is None and L is not None:
         ahl = float(params.alpha) * float(params.step_size) * L

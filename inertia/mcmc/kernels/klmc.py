@@ -1,6 +1,6 @@
 """KLMC (Dalalyan & Riou-Durand 2020): underdamped Langevin solved exactly with a frozen gradient.
 
-p' = psi0 p - psi1 g + zeta_p,  q' = q + psi1 p - psi2 g + zeta_q  (spec HFHR.md, scheme 1).
+p' = psi0 p - psi1 g + zeta_p,  q' = q + psi1 p - psi2 g + zeta_q  (scheme 1).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Randomised-midpoint HFHR / ULD (spec HFHR.md, "Higher order"; Shen & Lee 2019): two gradients per step.
+"""Randomised-midpoint HFHR / ULD ("Higher order"; Shen & Lee 2019): two gradients per step.
 
 Variation of constants for z = (q, p), A = [[0, I], [0, -gamma I]], b(q) = (-alpha g(q), -g(q)):
 z(h) = e^{Ah} z + int_0^h e^{A(h-s)} b(q(s)) ds + noise. The integral is estimated by

@@ -1,4 +1,4 @@
-"""ULA / LMC: Euler-Maruyama for overdamped Langevin, q' = q - h grad V(q) + sqrt(2h) xi (spec HFHR.md)."""
+"""ULA / LMC: Euler-Maruyama for overdamped Langevin, q' = q - h grad V(q) + sqrt(2h) xi."""
 from __future__ import annotations
 
 from typing import NamedTuple

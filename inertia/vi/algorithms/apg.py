@@ -1,8 +1,8 @@
 """Accelerated proximal / projected gradient in (m, A): Algorithms 1, 2 and 4 and their plain twins.
 
-x_{k+1} = T(y_k, G(y_k)),  y_{k+1} = x_{k+1} + rho (x_{k+1} - x_k)   (spec §4; rho = 0: plain).
-T is the entropy prox (Alg. 1), the norm-constrained prox (Alg. 2, §2.2), or the projection onto K_L
-after adding the psi' entropy gradient (Alg. 4, §2.3, §2.5).
+x_{k+1} = T(y_k, G(y_k)),  y_{k+1} = x_{k+1} + rho (x_{k+1} - x_k)   (rho = 0: plain).
+T is the entropy prox (Alg. 1), the norm-constrained prox (Alg. 2), or the projection onto K_L
+after adding the psi' entropy gradient (Alg. 4).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def entropy_prox_update(eta, coords):
 
 
 def norm_prox_update(eta, radius):
-    """T with the norm-constrained Cholesky prox, radius sqrt(d/alpha) (Algorithm 2, §2.2)."""
+    """T with the norm-constrained Cholesky prox, radius sqrt(d/alpha) (Algorithm 2)."""
     def update(m, L, gm, gL):
         return m - eta * gm, prox_norm_constrained(L - eta * gL, eta, radius)
 

@@ -1,4 +1,4 @@
-"""Forward-backward Gaussian VI in the Bures-Wasserstein geometry: FB-GVI and SVRGVI (spec §6).
+"""Forward-backward Gaussian VI in the Bures-Wasserstein geometry: FB-GVI and SVRGVI.
 
 m' = m - eta g;  M = I - eta H;  S_half = M Sigma M;
 Sigma' = (S_half + 2 eta I + (S_half (S_half + 4 eta I))^{1/2}) / 2, computed on S_half's eigenvalues.

@@ -1,5 +1,5 @@
 """Natural-gradient VI / variational online Newton in (m, S = Sigma^{-1}) (Khan & Rue 2023), with
-the positive-definite precision update of Lin, Schmidt & Khan (2020); spec FIELD-VI.md.
+the positive-definite precision update of Lin, Schmidt & Khan (2020).
 
 With G = H - S_k (H estimating E_q hess V, g estimating E_q grad V) and step rho_k:
 S_{k+1} = S_k + rho G + (rho^2/2) G S_k^{-1} G  (posdef; S_k + rho G when posdef=False),

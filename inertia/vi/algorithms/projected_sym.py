@@ -2,7 +2,7 @@
 
 y_k = (s x_k + v_k)/(s + 1);  x_{k+1} = P(y_k - eta g_k);
 v_{k+1} = P((1 - 1/s) v_k + y_k/s - g_k/(alpha s)), g_k a FULL grad F estimate (STL, Price-STL).
-Plain: x_{k+1} = P(x_k - eta G(x_k)). P clips the spectrum of C to [lower, upper] (spec §2.4).
+Plain: x_{k+1} = P(x_k - eta G(x_k)). P clips the spectrum of C to [lower, upper].
 
 P costs a d x d eigendecomposition, but near the optimum the iterates lie inside K_C (the bounds
 leave a factor 2 around spec(Sigma*^{1/2})), where P(C) = sym(C), and in the transient the

@@ -1,5 +1,5 @@
 """Square-root natural-gradient VI on the Cholesky factor T of the precision S = T T^T
-(Tan 2025; Lin et al. 2023; Kumar et al. 2025); spec FIELD-VI.md.
+(Tan 2025; Lin et al. 2023; Kumar et al. 2025).
 
 M = T^{-1} H T^{-T} - I,  T_{k+1} = T_k (I + rho Phi(M)),  m_{k+1} = m_k - rho S_{k+1}^{-1} g,
 Phi(M) = strict lower part of M + diag(M)/2, so T_{k+1} stays lower triangular and

@@ -1,4 +1,4 @@
-"""Gradient estimators of the Gaussian VI objective (spec §5); add one = one file + one entry."""
+"""Gradient estimators of the Gaussian VI objective; add one = one file + one entry."""
 from .base import Estimator
 from .exact import EXACT, EXACT_SYM
 from .fd import FD

@@ -5,11 +5,11 @@ from typing import Callable, NamedTuple
 
 
 class Estimator(NamedTuple):
-    """A gradient estimator of the VI objective (spec §5).
+    """A gradient estimator of the VI objective.
 
     `estimate(target, key, m, A, batch_size, **options) -> (g_m, g_A)`; `full` says whether it
     estimates grad F (entropy included) or grad E only; `cost(d, b) -> (gradients, hvps)` per update
-    (spec §7); `coords` is "chol" or "sym"; `needs_hvp` flags Hessian-vector products.
+   ; `coords` is "chol" or "sym"; `needs_hvp` flags Hessian-vector products.
     """
 
     name: str

@@ -1,4 +1,4 @@
-"""FD estimator (Cholesky, energy only): finite-difference control variate, spec §5."""
+"""FD estimator (Cholesky, energy only): finite-difference control variate"""
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -14,7 +14,7 @@ def estimate(target, key, m, L, batch_size, fd_step=None):
     nu = 1e-2 / jnp.sqrt(target.alpha) if fd_step is None else fd_step
     g0 = target.grad(m)
     shifted = jax.vmap(target.grad)(m + nu * jnp.eye(d, dtype=m.dtype))  # row j: grad V(m + nu e_j)
-    D_T = (shifted - g0) / nu  # D's column j as row j; D not symmetrised (spec)
+    D_T = (shifted - g0) / nu  # D's column j as row j; D not symmetrised
     xi = jax.random.normal(key, (batch_size, d), dtype=m.dtype)
     Lxi = xi @ L.T
     gx = jax.vmap(target.grad)(m + Lxi)

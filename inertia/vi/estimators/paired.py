@@ -1,4 +1,4 @@
-"""Paired estimator (Cholesky, energy only): Hessian at an independent point, spec §5."""
+"""Paired estimator (Cholesky, energy only): Hessian at an independent point"""
 import jax
 import jax.numpy as jnp
 

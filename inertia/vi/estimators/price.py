@@ -1,4 +1,4 @@
-"""Price's gradient (Cholesky, energy only, raw mean) of Price-SPGD (Kim et al. 2026), spec §6."""
+"""Price's gradient (Cholesky, energy only, raw mean) of Price-SPGD (Kim et al. 2026)"""
 import jax
 
 from .base import Estimator

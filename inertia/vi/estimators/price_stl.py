@@ -1,4 +1,4 @@
-"""Price-STL estimator (symmetric root, full gradient): Price's theorem for the factor, spec §5."""
+"""Price-STL estimator (symmetric root, full gradient): Price's theorem for the factor"""
 import jax
 import jax.numpy as jnp
 

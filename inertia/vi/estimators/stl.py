@@ -1,4 +1,4 @@
-"""STL estimator (symmetric root, full gradient of F): sticking-the-landing score term, spec §5."""
+"""STL estimator (symmetric root, full gradient of F): sticking-the-landing score term"""
 import jax
 
 from ..family import inv_factor_T_times, sym
