@@ -17,7 +17,10 @@ the tail is the largest 537 (1.7 %) and the 5 repetitions agreed within 0.15; PS
 reliable where S >= 10^(1 / (1 - k)) (Vehtari et al. 2024, section 3.2.3), at 32,000 for every
 k up to 0.78, past the 0.7 threshold. A fit whose k-hat is below 0.5 at 4000 draws stops there
 (k-hat's sampling sd about (1 + k) / sqrt(190) < 0.11: 0.5 is then at least 1.5 sd away for a
-k-hat below 0.33, and the bunching only raises k-hat).
+k-hat below 0.33, and the bunching only raises k-hat). The second look's normals are kept within
+MAX_BYTES (64 MiB): above d = 262 it uses fewer draws (at least 4000); the bunching is a
+low-dimensional effect (in high d a log weight is a sum over many directions, with no singular
+density at its maximum).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import numpy as np
 
 FIRST_DRAWS = 4000  # draws of q per seed of the first look (= results.build.FIT_DRAWS)
 NUM_DRAWS = 32000  # draws of q per seed when k-hat at FIRST_DRAWS is 0.5 or more
+MAX_BYTES = 64 * 2**20  # the second look's normals at most this large: 32,000 draws up to d = 262
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
 CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corrected twin
 
@@ -122,7 +126,9 @@ def assess(target, res, num_draws: Optional[int] = None,
     t0 = time.perf_counter()
     quality, smoothed = _assess_at(target, res, num_draws or FIRST_DRAWS, seed)
     if num_draws is None and not (quality["khat"] is not None and quality["khat"] < ADEQUATE):
-        quality, smoothed = _assess_at(target, res, NUM_DRAWS, seed)
+        more = min(NUM_DRAWS, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim)))
+        if more > FIRST_DRAWS:
+            quality, smoothed = _assess_at(target, res, more, seed)
     quality["seconds"] = time.perf_counter() - t0
     return quality, smoothed
 
