@@ -137,9 +137,11 @@ def run(args) -> int:
             print("warning: the fit has not converged (see above); exit status 0 because of "
                   "--allow-unconverged", file=sys.stderr)
             return 0
-        print("error: the fit has not converged (see above): the numbers are not to be trusted. "
-              "Raise --steps, check the model, or pass --allow-unconverged to exit with status 0",
-              file=sys.stderr)
+        advice = ("The target is improper: give every parameter a proper prior (or check the "
+                  "data for separation)" if "improper" in (res.stopped or {}) else
+                  "Raise --steps, check the model")
+        print(f"error: the fit has not converged (see above): the numbers are not to be trusted. "
+              f"{advice}, or pass --allow-unconverged to exit with status 0", file=sys.stderr)
         return EXIT_UNCONVERGED
     if res.quality is not None and res.quality["verdict"] == "unreliable":
         if getattr(args, "allow_unreliable", False):
