@@ -172,8 +172,18 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         lambda_min=lmins, lambda_max=lmaxs, mean_lambda_min=mean_lmin,
         log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
-        map_converged=converged and not degenerate, map_reason=found.reason,
+        map_converged=converged and not degenerate, map_reason=_map_reason(found, degenerate),
         method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
+
+
+def _map_reason(found, degenerate: bool) -> str:
+    """The mode search's reason, saying why the start was used instead (never a met criterion
+    given as the reason of a mode declared not found)."""
+    if not degenerate:
+        return found.reason
+    why = ("a spike (hess V there far above the start's)" if found.converged
+           else "the search did not converge")
+    return f"no usable mode, the start used instead: {why} ({found.reason})"
 
 
 FLAT = 1e-13  # |eigenvalue| <= FLAT * lambda_max at every point: a flat direction (rounding level)

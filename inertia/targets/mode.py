@@ -118,10 +118,52 @@ def _decrement_cg(hvp, x, g, d):
     return (math.nan if negative[0] else 0.5 * float(g @ sol)), count[0]
 
 
+RESTARTS = 4  # further starts when the first does not converge: 0, then uniform in [-2, 2]^d
+
+
 def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int = 200,
-              tol: float = DECREMENT_TOL, dense_max_dim: int = DENSE_MAX_DIM) -> Mode:
+              tol: float = DECREMENT_TOL, dense_max_dim: int = DENSE_MAX_DIM,
+              restarts: int = RESTARTS, seed: int = 0) -> Mode:
     """argmin V: L-BFGS from `init` (default 0), then trust-region Newton in the frame of the
-    Hessian there; converged when the Newton decrement lambda^2 / 2 <= `tol` nats."""
+    Hessian there; converged when the Newton decrement lambda^2 / 2 <= `tol` nats. When that search
+    does not converge, up to `restarts` more from 0 (the centre of a constrained space: logit 0,
+    log 1) and from points uniform in [-2, 2]^d (NumPyro's default start box), stopping at the
+    first that converges: the converged mode of lowest V, else the end point of lowest V, with
+    every start's queries counted."""
+    kw = dict(max_iter=max_iter, newton_iter=newton_iter, tol=tol, dense_max_dim=dense_max_dim)
+    first = _search(target, init, **kw)
+    if first.converged or restarts <= 0:
+        return first
+    d = target.dim
+    rng = np.random.default_rng(seed)
+    starts = [] if init is None or not np.any(np.asarray(init)) else [np.zeros(d)]
+    starts += [rng.uniform(-2.0, 2.0, d) for _ in range(restarts - len(starts))]
+    found = [first]
+    for x0 in starts:
+        try:
+            found.append(_search(target, x0, **kw))
+        except TargetError:  # not finite at that start
+            continue
+        if found[-1].converged:
+            break
+    vg = jitted(target, "value_and_grad")
+
+    def value(m):
+        v = float(vg(device(m.x))[0]) if np.all(np.isfinite(m.x)) else math.inf
+        return v if math.isfinite(v) else math.inf
+
+    pool = [m for m in found if m.converged] or found
+    best = min(pool, key=value)
+    tried = f"{len(found)} starts"
+    reason = (f"{best.reason} (from start {[m is best for m in found].index(True) + 1} of {tried}; the first did not "
+              f"converge: {first.reason})" if best.converged else f"{best.reason} (best of {tried})")
+    return dataclasses.replace(best, reason=reason, grad_evals=sum(m.grad_evals for m in found)
+                               + len(found), hvp_evals=sum(m.hvp_evals for m in found))
+
+
+def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int = 200,
+            tol: float = DECREMENT_TOL, dense_max_dim: int = DENSE_MAX_DIM) -> Mode:
+    """One mode search from `init` (default 0): L-BFGS, then trust-region Newton."""
     from scipy.optimize import minimize
 
     d = target.dim
@@ -191,7 +233,9 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
                        options={"maxiter": newton_iter, "gtol": 1e-12}, **kw)
         if math.isfinite(float(res.fun)) and res.fun <= float(vg(device(x1))[0]):
             x = x1 + C @ np.asarray(res.x)
-        reason = str(res.message)
+        # scipy's own stopping test (a gradient norm) is not ours: its "success" is not repeated
+        # beside a decrement that failed
+        reason = "" if res.success else f"{method}: {res.message}"
     except (np.linalg.LinAlgError, ValueError) as err:  # a singular / non-finite Hessian
         reason = f"{method} failed: {err}"
     grads += count["g"] + 1
@@ -210,39 +254,67 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
         reason = f"Newton decrement {dec:.2g} nats <= {tol:g}"
     elif not math.isfinite(dec):
         reason = ("the Hessian at the end point is not positive definite (no strict local mode "
-                  f"there; {reason})")
+                  "there" + (f"; {reason})" if reason else ")"))
     else:
-        reason = f"Newton decrement {dec:.2g} nats > {tol:g} after {newton_iter} iterations ({reason})"
+        reason = (f"Newton decrement {dec:.2g} nats > {tol:g} at the end point"
+                  + (f" ({reason})" if reason else ""))
     return Mode(x, converged, reason, dec, H, int(grads), int(hvps), method)
 
 
+FLAT_NATS = 1.0  # V at most this far above V(mode) along a whole tube: the density does not decay
+FAR_DOUBLINGS = 28  # the confirmation walks 2^28 times further than the first look
+
+
 def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: int = 0,
-                    max_scale: float = 2.0 ** 12) -> Optional[dict]:
-    """A direction u (in the frame of `factor`) along which V(mode + t factor u) keeps falling below
-    V(mode) as t doubles up to `max_scale`: V decreases without bound there and exp(-V) has
-    infinite mass (an improper density). Rays: +-each column of `factor` and `num_random` random
-    unit vectors; None when none falls."""
+                    max_scale: float = 2.0 ** 12, tube: float = 0.5) -> Optional[dict]:
+    """A direction u (in the frame of `factor`) along which exp(-V) does not decay: an improper
+    density (infinite mass). Rays: +-each column of `factor` (at most 64) and `num_random` random unit
+    vectors from `mode`, at t = 2, 4, ..., `max_scale` sds; a ray whose V stays at most FLAT_NATS
+    above V(mode) over its last 4 doublings (falling without bound, or flat: separable data under a
+    flat prior) is then confirmed out to 2^FAR_DOUBLINGS times further, on the ray and at 4 random
+    points `tube` sds off it: V <= V(mode) + FLAT_NATS on that whole tube of fixed width means
+    infinite mass. A proper density fails the confirmation (its V rises somewhere along the tube:
+    the prior far away, or off a measure-zero ray such as a funnel's neck); so does a ray that
+    leaves the support (V = inf). None when no ray is confirmed."""
     d = target.dim
     rng = np.random.default_rng(seed)
     dirs = [np.eye(d)[i] * s for i in range(min(d, 64)) for s in (1.0, -1.0)]
     r = rng.standard_normal((num_random, d))
     dirs += list(r / np.linalg.norm(r, axis=1, keepdims=True))
-    U = np.asarray(dirs) @ np.asarray(factor).T  # (rays, d) in x units
+    F = np.asarray(factor, dtype=np.float64)
+    Z = np.asarray(dirs)  # (rays, d) in the frame of `factor`
     ts = 2.0 ** np.arange(1, int(math.log2(max_scale)) + 1)
-    X = np.asarray(mode)[None, None] + ts[None, :, None] * U[:, None, :]  # (rays, distances, d)
-    V = potential_on_rows(target.potential, X.reshape(-1, d)).reshape(len(U), len(ts))
+    V = _on_rays(target, mode, F, Z, ts)
     v0 = float(jitted(target, "value_and_grad")(device(mode))[0])  # compiled already
-    V = np.where(np.isfinite(V), V, np.inf)
-    # falls below the mode, and keeps falling over the last doublings: no bound below on this ray
-    # (a ray leaving the support has V = inf, and inf - inf = nan compares False: not falling)
-    with np.errstate(invalid="ignore"):
-        falling = (V[:, -1] < v0 - 1.0) & np.all(np.diff(V[:, -4:], axis=1) < 0, axis=1)
-    if not falling.any():
-        return None
-    i = int(np.argmin(np.where(falling, V[:, -1], np.inf)))
-    return {"direction": (U[i] / np.linalg.norm(U[i])).tolist(), "distance": float(ts[-1]),
-            "potential_at_mode": v0, "potential_far": float(V[i, -1]),
-            "potential_evals": int(V.size + 1)}
+    evals = V.size + 1
+    with np.errstate(invalid="ignore"):  # inf - inf: a ray leaving the support is not a candidate
+        low = np.all(V[:, -4:] <= v0 + FLAT_NATS, axis=1)
+    far = ts[-1] * 2.0 ** np.arange(1, FAR_DOUBLINGS + 1)
+    for i in np.argsort(np.where(low, V[:, -1], np.inf))[:int(low.sum())]:
+        offsets = rng.standard_normal((4, d))
+        offsets -= np.outer(offsets @ Z[i], Z[i]) / (Z[i] @ Z[i])  # perpendicular to the ray
+        offsets *= tube / np.linalg.norm(offsets, axis=1, keepdims=True)
+        Vt = _on_rays(target, mode, F, Z[i][None], far, offsets=np.vstack([np.zeros(d), offsets]))
+        evals += Vt.size
+        if np.all(np.isfinite(Vt)) and np.all(Vt <= v0 + FLAT_NATS):
+            u = F @ Z[i]
+            return {"direction": (u / np.linalg.norm(u)).tolist(), "distance": float(far[-1]),
+                    "potential_at_mode": v0, "potential_far": float(Vt[0, -1]),
+                    "falling": bool(Vt[0, -1] < v0 - FLAT_NATS), "tube_sds": tube,
+                    "potential_evals": int(evals)}
+    return None
 
 
-__all__ = ["Mode", "find_mode", "inverse_factor", "probe_unbounded", "DENSE_MAX_DIM"]
+def _on_rays(target, mode, F, Z, ts, offsets=None):
+    """V at mode + F (t z + o) for rays z (rows of Z), distances ts and offsets o (rows; default 0):
+    (rays, len(ts)) without offsets, else (offsets, len(ts)) along the single ray Z[0]."""
+    d = target.dim
+    if offsets is None:
+        pts = ts[None, :, None] * Z[:, None, :]  # (rays, distances, d)
+    else:
+        pts = ts[None, :, None] * Z[0][None, None, :] + offsets[:, None, :]
+    X = np.asarray(mode)[None, None] + pts @ F.T
+    return potential_on_rows(target.potential, X.reshape(-1, d)).reshape(pts.shape[:2])
+
+
+__all__ = ["Mode", "find_mode", "RESTARTS", "inverse_factor", "probe_unbounded", "DENSE_MAX_DIM", "FLAT_NATS"]

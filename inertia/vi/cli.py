@@ -137,8 +137,10 @@ def run(args) -> int:
         plot_fit(res, args.plot)
         print(f"wrote {args.plot}")
     if not res.converged:
-        return res.verdict.exit(getattr(args, "allow_unconverged", False), "the fit has",
-                                "Raise --steps, check the model")
+        advice = ("The target is improper: give every parameter a proper prior (or check the "
+                  "data for separation)" if "improper" in (res.stopped or {}) else
+                  "Raise --steps, check the model")
+        return res.verdict.exit(getattr(args, "allow_unconverged", False), "the fit has", advice)
     if res.quality is not None and res.quality["verdict"] == "unreliable":
         if getattr(args, "allow_unreliable", False):
             print("warning: the Gaussian is an unreliable approximation (see above); exit status "

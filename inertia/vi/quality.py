@@ -17,7 +17,10 @@ the tail is the largest 537 (1.7 %) and the 5 repetitions agreed within 0.15; PS
 reliable where S >= 10^(1 / (1 - k)) (Vehtari et al. 2024, section 3.2.3), at 32,000 for every
 k up to 0.78, past the 0.7 threshold. A fit whose k-hat is below 0.5 at 4000 draws stops there
 (k-hat's sampling sd about (1 + k) / sqrt(190) < 0.11: 0.5 is then at least 1.5 sd away for a
-k-hat below 0.33, and the bunching only raises k-hat).
+k-hat below 0.33, and the bunching only raises k-hat). The second look's normals are kept within
+MAX_BYTES (64 MiB): above d = 262 it uses fewer draws (at least 4000); the bunching is a
+low-dimensional effect (in high d a log weight is a sum over many directions, with no singular
+density at its maximum).
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ import numpy as np
 
 FIRST_DRAWS = 4000  # draws of q per seed of the first look (= results.build.FIT_DRAWS)
 NUM_DRAWS = 32000  # draws of q per seed when k-hat at FIRST_DRAWS is 0.5 or more
+MAX_BYTES = 64 * 2**20  # the second look's normals at most this large: 32,000 draws up to d = 262
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
 CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corrected twin
 
@@ -72,19 +76,38 @@ def _psislw(lw):
     return np.asarray(out, dtype=np.float64), np.asarray(k, dtype=np.float64)
 
 
+BLOCK_SEED = 1_000_003  # block j >= 1 of the normals is seeded seed + j * BLOCK_SEED
+
+
 def _normals(res, num_draws, seed):
-    """xi of `FitResult.sample(key_of(seed), num_draws)`: (seed, draw, d)."""
+    """(seed, draw, d) normals: blocks of FIRST_DRAWS draws of one compiled shape, the first
+    exactly `FitResult.sample(key_of(seed), FIRST_DRAWS)`'s (the summary's own draws), block j
+    from seed + j * BLOCK_SEED (no new program for 32,000 draws)."""
     from .._random import host_normal, key_of
 
     mean = np.asarray(res.mean)
-    shape = (num_draws, res.dim) if mean.ndim == 1 else (mean.shape[0], num_draws, res.dim)
-    xi = np.asarray(host_normal(key_of(seed), shape, mean.dtype), dtype=np.float64)
-    return xi[None] if mean.ndim == 1 else xi
+    blocks = []
+    for j in range(-(-num_draws // FIRST_DRAWS)):
+        n = min(FIRST_DRAWS, num_draws - j * FIRST_DRAWS)
+        size = FIRST_DRAWS if num_draws >= FIRST_DRAWS else n
+        shape = (size, res.dim) if mean.ndim == 1 else (mean.shape[0], size, res.dim)
+        key = key_of((seed + j * BLOCK_SEED) % 2**63)
+        xi = np.asarray(host_normal(key, shape, mean.dtype), dtype=np.float64)
+        blocks.append((xi[None] if mean.ndim == 1 else xi)[:, :n])
+    return np.concatenate(blocks, axis=1)
+
+
+def draws_of(res, num_draws, seed):
+    """(seed, draw, d) draws m + A xi of q at `_normals(res, num_draws, seed)`."""
+    xi = _normals(res, num_draws, seed)
+    means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
+    factors = np.asarray(res.factor, dtype=np.float64).reshape(-1, res.dim, res.dim)
+    return means[:, None, :] + np.einsum("snj,sij->sni", xi, factors)
 
 
 def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0) -> np.ndarray:
     """(seed, draw) raw log weights -V(x_j) - log q(x_j) at the draws x_j = m + A xi_j of
-    `res.sample(key_of(seed), num_draws)`, V by the objective monitor's compiled batched potential
+    `draws_of(res, num_draws, seed)`, V by the objective monitor's compiled batched potential
     (the data are its arguments); -inf where V is not finite (a draw outside the support)."""
     from .monitor import CHUNK, _on_draws
 
@@ -122,7 +145,9 @@ def assess(target, res, num_draws: Optional[int] = None,
     t0 = time.perf_counter()
     quality, smoothed = _assess_at(target, res, num_draws or FIRST_DRAWS, seed)
     if num_draws is None and not (quality["khat"] is not None and quality["khat"] < ADEQUATE):
-        quality, smoothed = _assess_at(target, res, NUM_DRAWS, seed)
+        more = min(NUM_DRAWS, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim)))
+        if more > FIRST_DRAWS:
+            quality, smoothed = _assess_at(target, res, more, seed)
     quality["seconds"] = time.perf_counter() - t0
     return quality, smoothed
 
@@ -174,10 +199,13 @@ def corrected_rows(res, rows: list) -> list:
     quality, lw = getattr(res, "quality", None), getattr(res, "quality_weights", None)
     if not quality or lw is None or not quality.get("corrected"):
         return rows
-    from ..results.build import fit_sites
-    from ..results.idata import flat_rows
+    from ..results.idata import flat_rows, sites_of
 
-    labels, x = flat_rows(fit_sites(res, quality["num_draws"], quality["seed"]))
+    info = dict(getattr(res, "model_info", None) or {})
+    if getattr(res, "constrain", None) is not None:
+        info.setdefault("constrain", res.constrain)
+    sites = sites_of(draws_of(res, quality["num_draws"], quality["seed"]), info, res.names)
+    labels, x = flat_rows(sites)
     w = np.exp(lw) / lw.shape[0]  # (seed, draw): each seed's weights sum to 1 / seeds
     flat, wf = x.reshape(-1, x.shape[2]), w.reshape(-1)
     index = {lab: i for i, lab in enumerate(labels)}
@@ -200,19 +228,12 @@ def resample(res, num_draws: Optional[int] = None, seed: int = 0) -> np.ndarray:
         raise ValueError("this fit has no importance weights (fit(..., quality=False), or loaded)")
     if not quality.get("corrected"):
         raise ValueError(f"PSIS resampling needs k-hat <= {USABLE}; {quality['message']}")
-    draws = res.sample(_key(quality["seed"]), quality["num_draws"])
-    draws = draws.reshape(-1, res.dim)
+    draws = draws_of(res, quality["num_draws"], quality["seed"]).reshape(-1, res.dim)
     w = (np.exp(lw) / lw.shape[0]).reshape(-1)
     n = int(num_draws or quality["num_draws"])
     rng = np.random.default_rng(seed)
     return draws[rng.choice(draws.shape[0], size=n, replace=True, p=w / w.sum())]
 
 
-def _key(seed):
-    from .._random import key_of
-
-    return key_of(seed)
-
-
-__all__ = ["assess", "log_weights", "corrected_rows", "resample", "verdict_of", "message",
+__all__ = ["assess", "log_weights", "draws_of", "corrected_rows", "resample", "verdict_of", "message",
            "FIRST_DRAWS", "NUM_DRAWS", "ADEQUATE", "USABLE", "CORRECTED"]

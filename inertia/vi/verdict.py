@@ -88,10 +88,13 @@ def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
 
 def improper_verdict(probe: dict, step: int) -> dict:
     """A target whose potential falls without bound along a ray (an improper density)."""
-    return not_converged(f"the log density grows without bound along a direction from the mode "
-                         f"(log p rises by {probe['potential_at_mode'] - probe['potential_far']:.3g}"
-                         f" nats at {probe['distance']:g} sds): an improper target has no "
-                         "Gaussian optimum", step, improper=probe)
+    rise = probe['potential_at_mode'] - probe['potential_far']
+    how = (f"grows without bound along a direction from the mode (log p rises by {rise:.3g} nats "
+           if probe.get("falling", True) else "does not decay along a direction from the mode "
+           f"(log p changes by {rise:.3g} nats ")
+    return not_converged(f"the log density {how}at {probe['distance']:.3g} sds; the same within "
+                         f"{probe.get('tube_sds', 0):g} sds of that ray): an improper target "
+                         "(infinite mass) has no Gaussian optimum", step, improper=probe)
 
 
 def budget_verdict(rec, rule, num_steps: int) -> dict:

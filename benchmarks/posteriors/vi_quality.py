@@ -1,0 +1,113 @@
+"""Posterior suite, VI: `fit(target)` defaults per posterior, its approximation-quality verdict
+(Pareto k-hat, PSIS ESS) and the errors of the Gaussian's and the PSIS-corrected means and sds
+against the long-run or exact references, with the check's cost as a fraction of the fit's wall time.
+
+Errors are standardised by the reference sd over the named (constrained) quantities: err_mean =
+max |mean - ref| / ref sd, err_sd = max |sd - ref sd| / ref sd; "off" = either above 0.2. The
+corrected columns exist where k-hat <= 0.7. ArviZ is imported before the first fit (its import,
+~1.3 s once per process, is not the check's).
+Run: `OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/vi_quality.py [names...]
+[--json benchmarks/results/posteriors_vi_quality.json]` (prints a markdown table).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from models import NAMES, SHARED_REFERENCE, load  # noqa: E402
+
+REF = ROOT / "benchmarks" / "results" / "posteriors_reference.json"
+OUT = ROOT / "benchmarks" / "results" / "posteriors_vi_quality.json"
+OFF = 0.2  # sds: a mean or sd this far off is a poor Gaussian
+
+
+def reference(post, refs):
+    """{quantity: (mean, sd)} exact or from the long run."""
+    if post.exact:
+        return {k: (post.exact["mean"][k], post.exact["sd"][k]) for k in post.exact["mean"]}
+    ref = refs[SHARED_REFERENCE.get(post.name, post.name)]["quantities"]
+    return {k: (v["mean"], v["sd"]) for k, v in ref.items()}
+
+
+def errors(rows, ref, suffix=""):
+    """(max standardised mean error, max standardised sd error) over the reference's quantities
+    that the fit's table has (a centred model's reference is its non-centred twin's run, whose
+    auxiliary sites it lacks); None without corrected columns."""
+    by = {r["name"]: r for r in rows}
+    pairs = [(by[k], m, s) for k, (m, s) in ref.items() if k in by]
+    if not pairs or pairs[0][0].get("mean" + suffix) is None:
+        return None
+    return (max(abs(r["mean" + suffix] - m) / s for r, m, s in pairs),
+            max(abs(r["sd" + suffix] - s) / s for r, m, s in pairs))
+
+
+def one(name, refs):
+    from inertia.vi import fit
+
+    post = load(name)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit(post.target, seed=0)
+        wall = time.perf_counter() - t0
+        rows = res.summary()
+    ref = reference(post, refs)
+    q = res.quality
+    g, c = errors(rows, ref), errors(rows, ref, "_psis")
+    return {"name": name, "group": post.group, "dim": post.dim, "converged": bool(res.converged),
+            "method": res.method, "khat": q["khat"], "ess": q["ess"], "draws": q["num_draws"],
+            "verdict": q["verdict"], "err_mean": g[0], "err_sd": g[1],
+            "err_mean_psis": c[0] if c else None, "err_sd_psis": c[1] if c else None,
+            "fit_seconds": wall, "check_seconds": q["seconds"],
+            "check_fraction": q["seconds"] / wall}
+
+
+def table(rows):
+    f = (lambda v: "–" if v is None else f"{v:.2f}")
+    out = ["| posterior | d | verdict (optimiser) | k-hat | quality | err mean / sd (Gaussian) | "
+           "err mean / sd (PSIS) | off > 0.2 sd | fit s | check s (%) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        off = max(r["err_mean"], r["err_sd"]) > OFF
+        out.append(f"| {r['name']} | {r['dim']} | {'converged' if r['converged'] else 'NOT CONV.'}"
+                   f" | {f(r['khat'])} | {r['verdict']} | {f(r['err_mean'])} / {f(r['err_sd'])} | "
+                   f"{f(r['err_mean_psis'])} / {f(r['err_sd_psis'])} | {'yes' if off else 'no'} | "
+                   f"{r['fit_seconds']:.1f} | {r['check_seconds']:.2f} "
+                   f"({100 * r['check_fraction']:.0f} %) |")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("names", nargs="*")
+    ap.add_argument("--json", type=Path, default=OUT)
+    args = ap.parse_args(argv)
+    from inertia.results.idata import arviz
+
+    arviz()
+    refs = json.loads(REF.read_text())
+    rows = []
+    for name in args.names or NAMES:
+        try:
+            rows.append(one(name, refs))
+        except Exception as err:  # noqa: BLE001 - one posterior's failure is reported
+            print(f"{name}: {type(err).__name__}: {err}", file=sys.stderr)
+            continue
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+        args.json.write_text(json.dumps(rows, indent=1))
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
