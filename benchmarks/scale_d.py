@@ -9,6 +9,7 @@ Families (NumPyro models; d is the number of unconstrained parameters):
   tau (sum of squared neighbour differences) + 0.01 |f|^2, tau = 4) with Poisson counts per cell.
 Runs (each in a fresh process, float64 enabled explicitly in the peers' processes, empty JAX cache):
 - "sample": `inertia.mcmc.sample(target)` (default: run until R-hat <= 1.01 and bulk ESS >= 400);
+  "sample-low-rank": the same with the frame forced low-rank (`frame="low-rank"`) at every d;
 - "fit": `inertia.vi.fit(target)` (automatic mode);
 - "nuts-diag" / "nuts-dense": NumPyro NUTS, 4 chains x (1,000 warm-up + 1,000 draws), sequential;
   dense only up to --max-dense-d;
@@ -35,7 +36,7 @@ import sys
 import time
 
 FAMILIES = ("hier", "glmm", "field")
-METHODS = ("sample", "fit", "nuts-diag", "nuts-dense", "mclmc")
+METHODS = ("sample", "sample-low-rank", "fit", "nuts-diag", "nuts-dense", "mclmc")
 DIMS = (100, 300, 1000, 3000, 10000)
 
 
@@ -126,10 +127,10 @@ def run_inertia(method, model, args):
     from inertia.targets import from_numpyro
 
     t = from_numpyro(model, *args)
-    if method == "sample":
+    if method.startswith("sample"):
         from inertia.mcmc import sample
 
-        r = sample(t, seed=0)
+        r = sample(t, seed=0, frame="low-rank" if method == "sample-low-rank" else "auto")
         ess, rhat = _ess_rhat(r.draws)
         steps = int(np.sum(r.grad_evals)) if np.ndim(r.grad_evals) else int(r.grad_evals)
         return {"grads": int(r.total_grad_evals), "ess": ess, "rhat": rhat,
@@ -206,7 +207,7 @@ def one(family, d, method):
 
         jax.config.update("jax_enable_x64", True)  # the peers in float64, as inertia
     model, args = model_and_data(family, d)
-    if method in ("sample", "fit"):
+    if method in ("sample", "sample-low-rank", "fit"):
         out = run_inertia(method, model, args)
     elif method == "mclmc":
         out = run_mclmc(model, args)
