@@ -361,13 +361,13 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
                    target_accept=TARGET_ACCEPT, tune_step=True, frame="auto"):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
-    `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM,
-    else diagonal or low-rank by the warm-up draws)."""
+    `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM or
+    with a `precondition` other than "auto", else diagonal or low-rank by the warm-up draws)."""
     from ..convergence import prefetch
     from .start import start as _start
     from .warmup import fit_gaussian, whiten
 
-    if not frames.uses_dense(target.dim, frame):
+    if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
                            target_accept=target_accept, kind=frame)
     fit = fit_gaussian(target, precondition, seed=seed)

@@ -25,7 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-DENSE_MAX_DIM = 400  # up to this d the frame is dense (the preconditioner of smaller models)
+DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense NUTS there; at d = 303
+# the low-rank frame took 7.6x fewer gradients per ESS than the dense one on a hierarchical logistic)
 MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
