@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 
 from models import HARD, NAMES, NEAR, load  # noqa: E402
 from samplers import (max_rhat, min_ess, run_inertia, run_mclmc, run_nuts,  # noqa: E402
-                      summarise)
+                      run_nutpie, summarise)
 
 REF = ROOT / "benchmarks" / "results" / "posteriors_reference.json"
 OUT = ROOT / "benchmarks" / "results" / "posteriors.json"
@@ -41,6 +41,7 @@ DOC = ROOT / "docs" / "benchmarks_posteriors.md"
 TARGET_ESS = 400.0
 BIAS_SD, BIAS_Z = 0.1, 4.0
 METHODS = ("inertia", "nuts-dense", "nuts-diag", "mclmc")
+NUTPIE = ("nutpie", "nutpie-lowrank")  # run by default where nutpie is installed (peers extra)
 SETTINGS = {"full": {"nuts": (1000, 1000, 16000), "mclmc": (2000, 128000)},
             "quick": {"nuts": (500, 500, 4000), "mclmc": (1000, 16000)}}
 PEER_RULE = "R-hat <= 1.01, bulk ESS >= 400, no divergent transition after warm-up, finite draws"
@@ -57,6 +58,10 @@ def run_method(post, method, cfg, seed):
         w, n, cap = cfg["nuts"]
         return run_nuts(post, dense=method == "nuts-dense", seed=seed, num_warmup=w,
                         num_samples=n, max_samples=cap, target_ess=TARGET_ESS)
+    if method in ("nutpie", "nutpie-lowrank"):
+        _, n, cap = cfg["nuts"]
+        return run_nutpie(post, seed=seed, num_samples=n, max_samples=cap,
+                          target_ess=TARGET_ESS, low_rank=method == "nutpie-lowrank")
     if method == "mclmc":
         n, cap = cfg["mclmc"]
         return run_mclmc(post, seed=seed, num_steps=n, max_steps=cap, target_ess=TARGET_ESS)
@@ -126,6 +131,13 @@ def _git():
         return None
 
 
+def _version(module):
+    try:
+        return __import__(module).__version__
+    except ImportError:
+        return None
+
+
 def _fmt(v, f="{:.3f}"):
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
         return "inf" if isinstance(v, float) else "—"
@@ -138,9 +150,9 @@ def _z(v):
 
 INTRO = """# Posterior suite: inertia's default sampler, NUTS and MCLMC
 
-Fourteen posteriors, ten of them non-Gaussian or hierarchical and four near-Gaussian, each run by
-four samplers on the same unconstrained target (in one process unless the line under the
-command says otherwise):
+{n_post} posteriors, {n_hard} of them non-Gaussian or hierarchical and {n_near} near-Gaussian, each
+run by the samplers {methods} on the same unconstrained target (in one process unless the line
+under the command says otherwise):
 
 - **inertia**: `inertia.mcmc.sample(target, seed=0)`, the library's default (no method or
   parameters passed). Gradients: warm-up + 4 chains x sampling (`total_grad_evals` when the
@@ -153,6 +165,15 @@ command says otherwise):
 - **mclmc**: BlackJAX `mclmc_find_L_and_step_size` (its defaults: diagonal preconditioning,
   num_steps = {mclmc_n}) per chain, then MCLMC, extended while the bulk ESS is below 400 or an
   R-hat above 1.01 (at most {mclmc_cap} steps a chain). Gradients: 2 a step, tuning included.
+- **nutpie / nutpie-lowrank** (where present; the optional peers extra): nutpie's NUTS (Rust;
+  mass matrix adapted from gradients and draws) with its default warm-up, without and with its
+  low-rank mass-matrix corrections, on the same log density through its Python-function
+  interface (one jitted float64 JAX value-and-gradient, the route of its own PyMC JAX backend),
+  4 chains on one core started uniform(-2, 2), {nuts_n} draws, the run repeated with twice the
+  draws while the smallest bulk ESS is below 400 or an R-hat above 1.01 (at most {nuts_cap} a
+  chain). Gradients: nutpie's leapfrog steps of warm-up and sampling, every attempt counted.
+  Wall time includes each attempt; the JSON also holds the last attempt run again, compiled
+  (`wall_rerun_s`).
 - **inertia-unadjusted-hfhr** (where present): the same call with `method="hfhr"`'s automatic
   warm-up, the unadjusted HFHR scheme (fast, biased by its step size), kept for comparison.
 
@@ -196,13 +217,19 @@ def report(data, doc):
     rows, meta = data["rows"], data["meta"]
     cfg = SETTINGS["quick" if meta.get("quick") else "full"]
     minutes = max(1, round(sum(r.get("wall_s") or 0 for r in rows) / 60))
-    lines = [INTRO.format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1], nuts_cap=cfg["nuts"][2],
+    posts = {r["posterior"]: r.get("group") for r in rows}
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    lines = [INTRO.format(n_post=len(posts), n_hard=sum(g == HARD for g in posts.values()),
+                          n_near=sum(g == NEAR for g in posts.values()),
+                          methods=", ".join(methods),
+                          nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1], nuts_cap=cfg["nuts"][2],
                           mclmc_n=cfg["mclmc"][0], mclmc_cap=cfg["mclmc"][1],
                           peer_rule=PEER_RULE, minutes=minutes,
                           quick=" --quick" if meta.get("quick") else "")]
     lines.append(f"Measured on {meta.get('machine', '?')}, inertia {meta.get('git')} (default "
                  f"sampler: {meta.get('inertia_default', '?')}), jax {meta.get('jax')}, "
                  f"numpyro {meta.get('numpyro')}, blackjax {meta.get('blackjax')}, "
+                 + (f"nutpie {meta['nutpie']}, " if meta.get("nutpie") else "") +
                  f"{meta.get('date')}"
                  + (", --quick settings" if meta.get("quick") else "")
                  + (f", in {meta['sessions']} processes (--resume)" if meta.get("sessions", 1) > 1
@@ -270,6 +297,34 @@ def goals(rows):
                    + ", ".join(f"{p} {v:.2f}" for p, v in counted) + ")"
                    + ("; where it does not: " + ", ".join(f"{p} {v:.2f}" for p, v in other)
                       if other else "") + ".")
+    out += _against_nutpie(ok)
+    return out
+
+
+def _against_nutpie(ok):
+    """A line per nutpie variant and group: inertia's gradients per ESS over nutpie's, where both
+    converge."""
+    out = []
+    for method, group in ((m, g) for m in NUTPIE for g in (HARD, NEAR)):
+        pie = {r["posterior"]: r for r in ok if r["method"] == method}
+        pairs, other = [], []
+        for r in ok:
+            p = pie.get(r["posterior"])
+            if r["method"] != "inertia" or r.get("group") != group or not p:
+                continue
+            v = (r["grads_per_ess"] / p["grads_per_ess"]
+                 if r["grads_per_ess"] and p["grads_per_ess"] else float("inf"))
+            (pairs if r["converged"] and p["converged"] else other).append((r["posterior"], v))
+        if not pairs and not other:
+            continue
+        ahead = [f"{n} {v:.2f}" for n, v in pairs if v < 1]
+        behind = [f"{n} {v:.2f}" for n, v in pairs if v >= 1]
+        out.append(f"- {group}, inertia's gradients per ESS / {method}'s where both converge: "
+                   f"below 1 (inertia ahead) on {', '.join(ahead) or 'none'}; 1 or above "
+                   f"({method} ahead) on {', '.join(behind) or 'none'}"
+                   + ("; where one does not converge: " + ", ".join(f"{n} {v:.2f}"
+                                                                  for n, v in other)
+                      if other else "") + ".")
     return out
 
 
@@ -277,7 +332,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", default=list(NAMES))
     ap.add_argument("--quick", action="store_true", help="shorter peer runs (same ESS goal)")
-    ap.add_argument("--methods", default=",".join(METHODS))
+    import importlib.util
+
+    default = METHODS + (NUTPIE if importlib.util.find_spec("nutpie") else ())
+    ap.add_argument("--methods", default=",".join(default))
     ap.add_argument("--json", default=str(OUT))
     ap.add_argument("--doc", default=str(DOC))
     ap.add_argument("--seed", type=int, default=0)
@@ -297,7 +355,8 @@ def main(argv=None):
     data = {"meta": {"quick": a.quick, "seed": a.seed, "git": _git(), "jax": jax.__version__,
                      "numpyro": numpyro.__version__, "blackjax": blackjax.__version__,
                      "machine": f"{platform.machine()} CPU ({jax.devices()[0].platform})",
-                     "date": time.strftime("%Y-%m-%d"), "target_ess": TARGET_ESS},
+                     "date": time.strftime("%Y-%m-%d"), "target_ess": TARGET_ESS,
+                     "nutpie": _version("nutpie")},
             "rows": [], "references": {}}
     if a.resume and out.exists():
         old = json.loads(out.read_text())

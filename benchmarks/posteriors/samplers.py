@@ -7,6 +7,8 @@ gradient evaluations counted (warm-up / tuning included) and its draws mapped to
   sequential, starts uniform(-2, 2) as NumPyro's default), 1 000 warm-up + 1 000 draws, extended by
   further blocks of draws while the smallest bulk ESS is below the goal or an R-hat above 1.01;
   gradients = leapfrog steps (`num_steps`) of warm-up and sampling + one initial gradient a chain.
+- nutpie (`run_nutpie`, the optional peers extra): its default NUTS and its low-rank mass-matrix
+  variant, on the same log density through `nutpie.compiled_pyfunc.from_pyfunc`.
 - BlackJAX MCLMC: `blackjax.mclmc_find_L_and_step_size` (its defaults, diagonal preconditioning)
   per chain, then MCLMC from the tuned state, extended while the bulk ESS is below the goal or an
   R-hat above 1.01; gradients = 2 a step (isokinetic McLachlan) of tuning and sampling.
@@ -205,3 +207,67 @@ def run_mclmc(post, *, seed=0, num_steps=2000, target_ess=400.0, max_steps=64000
             "detail": {"tuning_steps": tune_steps, "steps_per_chain": done,
                        "L": np.asarray(Ls).tolist(), "step_size": np.asarray(eps).tolist(),
                        "nonfinite_draws": int(np.sum(~np.isfinite(allx)))}}
+
+
+def run_nutpie(post, *, seed=0, num_warmup=None, num_samples=1000, target_ess=400.0,
+               max_samples=16000, chains=CHAINS, low_rank=False):
+    """nutpie (Rust NUTS; mass matrix adapted from gradients and draws, optionally with low-rank
+    corrections) on the same log density, through its Python-function interface
+    (`nutpie.compiled_pyfunc.from_pyfunc`, the route of its own PyMC JAX backend): logp and
+    gradient by one jitted float64 `jax.value_and_grad` of -V. 4 chains, one core, starts
+    uniform(-2, 2); nutpie's default warm-up (num_warmup None) and num_samples draws, the whole
+    run repeated with twice the draws while the smallest bulk ESS is below target_ess or an R-hat
+    above 1.01 (at most max_samples a chain). Gradients: nutpie's `n_steps` of warm-up and
+    sampling of every attempt. `wall_rerun_s`: the last attempt run again (compiled)."""
+    import nutpie
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    jax.config.update("jax_enable_x64", True)  # float64 in this process, explicitly
+    d = post.dim
+    vg = jax.jit(jax.value_and_grad(lambda x: -post.target.potential(x)))
+
+    def make_logp_fn():
+        def logp(x, **shared):
+            v, g = vg(x)
+            return float(v), np.asarray(g, dtype=np.float64)
+        return logp
+
+    def make_expand_fn(seed1, seed2, chain):
+        def expand(x, **shared):
+            return {"x": np.array(x, dtype=np.float64)}
+        return expand
+
+    def init(s):
+        return np.random.default_rng(s).uniform(-2.0, 2.0, d)
+
+    model = from_pyfunc(d, make_logp_fn, make_expand_fn, [np.dtype("float64")], [(d,)], ["x"],
+                        make_initial_point_fn=init)
+    assert vg(jnp.zeros(d))[0].dtype == jnp.float64
+    kw = {} if num_warmup is None else {"tune": num_warmup}
+
+    def once(n):
+        t = time.perf_counter()
+        tr = nutpie.sample(model, draws=n, chains=chains, cores=1, seed=seed,
+                           progress_bar=False, low_rank_modified_mass_matrix=low_rank, **kw)
+        return tr, time.perf_counter() - t
+
+    t0 = time.perf_counter()
+    n, grads, attempts = num_samples, 0, 0
+    while True:
+        tr, _ = once(n)
+        attempts += 1
+        warm = int(np.sum(tr.warmup_sample_stats["n_steps"].values))
+        steps = int(np.sum(tr.sample_stats["n_steps"].values))
+        grads += warm + steps + chains
+        x = np.asarray(tr.posterior["x"].values, dtype=np.float64)
+        if _enough(summarise(post, _thin(x)), target_ess) or 2 * n > max_samples:
+            break
+        n *= 2
+    wall = time.perf_counter() - t0
+    _, rerun = once(n)
+    return {"draws": _thin(x), "grads": grads, "wall_s": wall,
+            "detail": {"low_rank": low_rank, "num_warmup": int(tr.warmup_sample_stats.sizes["draw"]),
+                       "num_samples": int(n), "attempts": attempts, "warmup_grads": warm,
+                       "sampling_grads": steps,
+                       "divergences": int(np.sum(tr.sample_stats["diverging"].values)),
+                       "wall_rerun_s": rerun, "nutpie": nutpie.__version__}}

@@ -223,8 +223,7 @@ def _set_data(model, data, name, path):
     """--data entries into the model's pm.Data containers, by name."""
     pm = _pymc()
     held = sorted(model.named_vars)
-    containers = sorted(getattr(model, "data_vars", None) and [v.name for v in model.data_vars]
-                        or [])
+    containers = sorted(v.name for v in getattr(model, "data_vars", []))
     extra = [k for k in data if k not in containers]
     if extra:
         raise TargetError(f"{path}: {name} is a pm.Model; --data sets its pm.Data containers by "
