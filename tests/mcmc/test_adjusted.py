@@ -144,8 +144,12 @@ def test_default_is_exact_counts_every_gradient_and_reports_per_chain():
 
 
 @pytest.mark.slow
-def test_funnel_is_not_called_converged():
-    # Neal's funnel, d = 4: no global step size fits the neck; the run must say so
+def test_funnel_is_not_called_converged_and_readapts_at_most_max_retries_times():
+    # Neal's funnel, d = 4: no global step size fits the neck, so sampling diverges; the run
+    # re-adapts (`adapt.readapt`) at the raised acceptance 1 - (1 - delta) / 2 at most MAX_RETRIES
+    # times, and the verdict names the divergences of the kept run by their exact count
+    from inertia.mcmc.sample import MAX_RETRIES
+
     d = 4
 
     def potential(z):
@@ -156,9 +160,23 @@ def test_funnel_is_not_called_converged():
         res = sample(from_potential(potential, d, name="funnel"), seed=0, precondition="none",
                      num_steps=300)
     assert not res.converged
+    runs = res.tuning["stage2_runs"]
+    # every stage-2 run, in warm-up or after sampling divergences, raises the target acceptance
+    # by the rule: 0.8, 0.9, 0.95, ... (closed form 1 - 0.2 / 2^k)
+    targets = [r["target_accept"] for r in runs]
+    assert targets == pytest.approx([1 - 0.2 / 2**k for k in range(len(runs))], abs=1e-12)
+    assert res.tuning["final_accept"] == targets[-1]
+    after = [r for r in runs if r.get("after_sampling_divergences")]
+    div = sum(res.chains["divergences"])
+    # the kept run still diverges (the neck), so every retry was spent, and no more
+    assert div > 0 and len(after) == MAX_RETRIES
     v = res.diagnostics.verdict()
-    assert "divergen" in v or "acceptance" in v  # divergences or acceptance are named
-    assert "reparameterise" in v
+    assert f"{div} divergent transitions after warm-up" in v
+    assert f"forced the target acceptance up to {targets[-1]:.3g}" in v and "reparameterise" in v
+    # the sampling runs discarded by the retries count too: beyond warm-up + kept run by at least
+    # one gradient per chain and iteration of each discarded run
+    kept = int(res.info["num_grads"].sum())
+    assert res.total_grad_evals >= res.tuning["grad_evals"] + kept + MAX_RETRIES * 4 * 300
 
 
 def test_cli_json_has_per_chain_acceptance_and_total_gradients(capsys):
