@@ -209,6 +209,9 @@ def test_badly_conditioned_laplace_frame_sends_the_warmup_to_vi(monkeypatch):
     assert vi.kind == "vi" and vi.grad_evals > lap.grad_evals
     # the Laplace sd is 1 (hess = I at 0); the KL optimum over N(0, s^2) per coordinate minimises
     # s^2/2 + 3 s^4/4 - log s: 3 s^4 + s^2 = 1, s = sqrt((sqrt(13) - 1) / 6) = 0.659. The 300-step
-    # stochastic fit lands 0.9 % +- 0.5 % above it (seeds 0-11, largest 2.2 %): band 5 %
+    # stochastic fit's sd error over seeds is 0.9 % +- 0.5 % (mean +- sd of 12 seeds): the band of
+    # 5 % is 8 of those sds from the mean, so it holds for any seed (no seed chosen), and it
+    # separates the VI answer from the Laplace one (sd 1, 52 % away) by a factor of 10
+    s_vi = np.sqrt((np.sqrt(13.0) - 1.0) / 6.0)
     sd = np.sqrt(np.diag(vi.factor @ vi.factor.T))
-    np.testing.assert_allclose(sd, np.sqrt((np.sqrt(13.0) - 1.0) / 6.0), rtol=0.05)
+    np.testing.assert_allclose(sd, s_vi, rtol=0.05)

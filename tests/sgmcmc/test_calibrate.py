@@ -62,15 +62,17 @@ def test_calibrate_reports_unmixed_chains(make_hetero):
 
 
 def test_calibrate_warns_when_prediction_is_wrong():
-    """Logistic regression on 20 nearly separable points: Sigma* is large on the scale where the
-    loss is quadratic, so the proxy's prediction is wrong (4 of 4 data seeds tried warn)."""
-    rng = np.random.default_rng(1)
-    X = rng.normal(size=(20, 1)) * 1.5
-    y = (rng.random(20) < 1 / (1 + np.exp(-3 * X[:, 0]))).astype(float)
+    """Logistic regression on 20 nearly separable points, by design (no data seed): x evenly spaced
+    on [-3, 3], y = 1 for x > 0 except the two labels next to the boundary, flipped. Sigma* is large
+    on the scale where the loss is quadratic, so the proxy's prediction is wrong: the empirical
+    covariance is ~250 Monte Carlo standard errors off (measured), against a threshold of ~3."""
+    X = np.linspace(-3.0, 3.0, 20)[:, None]
+    y = (X[:, 0] > 0).astype(float)
+    y[[8, 11]] = 1.0 - y[[8, 11]]
     with pytest.warns(CalibrationWarning, match="standard errors"):
         res = calibrate("logistic", (X, y), batch_size=10, num_steps=10000, seed=0,
                         num_chains=2, intercept=True)
-    assert res.max_z > res.z_threshold and res.warning
+    assert res.max_z > 10 * res.z_threshold and res.warning
 
 
 def test_cli_contract(tmp_path, make_hetero):
