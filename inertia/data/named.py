@@ -9,7 +9,8 @@
   dtype, floating arrays become float64;
 - Parquet (.parquet, .pq): each column, integer columns as int64, the rest as float64;
 - CSV and any other name: every column as float64 (`inertia.data.csv.read_columns`).
-`check_arguments(fn, data)` matches a model's arguments with the file's names by name.
+
+`check_arguments(fn, name, data, model_path)` matches a model's arguments with the file's names.
 """
 from __future__ import annotations
 
