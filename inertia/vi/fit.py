@@ -28,8 +28,7 @@ from .runner import Runner
 def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int] = None,
         seed: int | Sequence[int] = 0, batch_size: Optional[int] = None,
         step_size: Optional[float] = None, init=None, progress: bool = False,
-        dtype: str = "float64", options: Optional[FitOptions] = None, quality: bool = True,
-        **keywords) -> FitResult:
+        dtype: str = "float64", options: Optional[FitOptions] = None, **keywords) -> FitResult:
     """Fit N(m, Sigma) to the target with a registered method; see `METHODS`.
 
     Paper mode (a method and curvature bounds given): the paper's algorithm, unchanged, for
@@ -44,11 +43,12 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     `result.stopped["converged"]` is False when `num_steps` ended the run.
 
     `quality=True` (default) then judges q as an answer (`vi.quality`, either mode, the run
-    unchanged): Pareto k-hat of the weights p~/q on 4000 draws of q per seed, the PSIS ESS and a
-    verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable > 0.7) in
+    unchanged): Pareto k-hat of the weights p~/q on 4000 (then 32,000) draws of q per seed, the PSIS
+    ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable > 0.7) in
     `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary where
-    k <= 0.7. `ensure="adequate"`: when q is unreliable, run the exact sampler warm-started from the
-    fit and return its result (`result.fit` keeps this fit and both verdicts are reported).
+    k <= 0.7. `ensure="adequate"` (or "usable"): when the fit did not converge or q falls short,
+    run the exact sampler from draws of q and return its result (`.fit` this fit, `.verdicts`
+    both verdicts; `vi.escalate`). Both are `FitOptions` fields.
 
     `options` (a `FitOptions`) sets any of these switches; each of its fields may also be given by
     keyword (`fit(t, tol=1e-5, restart=False)`), overriding `options`; other keywords are the
@@ -61,15 +61,16 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     and the results stay float64 (docs/benchmarks/speed.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
-    if quality:  # PSIS (vi.quality) needs ArviZ at the end: import it meanwhile
-        from .. import _prefetch
-
-        _prefetch.module("arviz")
     source = target
     auto_method = method is None
     method = method or DEFAULT_METHOD
     m_spec = get_method(method)
     opts, method_options = split(options, keywords, m_spec)
+    quality = opts.quality or opts.ensure is not None  # escalation needs the check
+    if quality:  # PSIS (vi.quality) needs ArviZ at the end: import it meanwhile
+        from .. import _prefetch
+
+        _prefetch.module("arviz")
     opts = resolve(opts, target, m_spec, auto_method or target.alpha is None
                    or target.beta is None)
     if num_steps is None:
@@ -120,6 +121,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                          prep.curvature)
     finally:
         bar.close()
+    # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (vi.ensure)
     return _finish(res, source, target, prep, wh, chosen, dtype, quality)
 
 

@@ -27,7 +27,9 @@ class FitOptions:
     nats over `window` checkpoints), `average` (average the iterates after the plateau), `extend`
     (restart that average at half the step while F_hat still falls), `whiten` (run in coordinates
     where the start is N(0, I)), `hessian_check` (compare HVP and gradient-only curvature at the
-    start for Hessian-based methods).
+    start for Hessian-based methods). Either mode: `quality` (judge q by Pareto k-hat, `vi.quality`;
+    the run unchanged), `ensure` (None, "adequate" or "usable": run the exact sampler when q falls
+    short, `vi.escalate`).
     """
 
     accelerated: Optional[bool] = None
@@ -47,8 +49,12 @@ class FitOptions:
     max_recoveries: int = 4
     whiten: Optional[bool] = None
     hessian_check: Optional[bool] = None
+    quality: bool = True
+    ensure: Optional[str] = None
 
     def __post_init__(self):
+        if self.ensure not in (None, "adequate", "usable"):
+            raise ValueError(f"ensure must be None, 'adequate' or 'usable', got {self.ensure!r}")
         every = self.checkpoint_every
         if every is not None and (not isinstance(every, (int, np.integer)) or every < 1):
             raise ValueError(f"checkpoint_every must be a positive integer, got {every!r}")
