@@ -12,6 +12,7 @@ import sys
 from typing import Any, Mapping, Optional
 
 EXIT_OK, EXIT_UNCONVERGED = 0, 3  # the command line's exit statuses for a finished run
+EXIT_UNRELIABLE = 4  # `inertia fit` converged, but q is a poor approximation (k-hat > 0.7)
 
 
 def _plain(v):
@@ -122,4 +123,4 @@ class Verdict:
             return default
 
 
-__all__ = ["Verdict", "EXIT_OK", "EXIT_UNCONVERGED"]
+__all__ = ["Verdict", "EXIT_OK", "EXIT_UNCONVERGED", "EXIT_UNRELIABLE"]

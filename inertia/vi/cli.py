@@ -149,8 +149,8 @@ def run(args) -> int:
         print("error: the fit converged but the Gaussian is an unreliable approximation of this "
               "posterior (Pareto k-hat > 0.7, see above): run `inertia sample`, or pass "
               "--allow-unreliable to exit with status 0", file=sys.stderr)
+        from ..verdict import EXIT_UNRELIABLE
+
         return EXIT_UNRELIABLE
     return 0
 
-
-EXIT_UNRELIABLE = 4  # converged, but q is a poor approximation (vi.quality: k-hat > 0.7)
