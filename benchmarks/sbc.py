@@ -309,7 +309,9 @@ def main(argv=None):
                          "seconds": round(r.seconds, 1), "min_p": min(r.pvalues.values()),
                          "rejected": rejected, "converged": bool(r.sample.converged)}
         print(name, json.dumps(summary[name]), flush=True)
-    (out / "sbc_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    path = out / "sbc_summary.json"  # models not run keep their earlier entries
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**kept, **summary}, indent=1) + "\n")
     bad = [n for n, s in summary.items() if s["rejected"]]
     print("SBC", "FAILED for " + ", ".join(bad) if bad else "passed",
           f"(Holm at family-wise level {a.alpha} over {len(names)} models)")
