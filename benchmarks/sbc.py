@@ -11,7 +11,8 @@ of every parameter are binned into B = 10 bins and tested by Pearson's chi-squar
 freedom); Holm's step-down procedure over a model's parameters at level alpha / (number of models),
 Bonferroni over the models, keeps the family-wise error rate of all models at alpha.
 
-    python3 benchmarks/sbc.py --replications 1000 --out docs/validation   # the docs' plots
+    python3 benchmarks/sbc.py --replications 1000 --out docs/validation   # 1,000 replications
+    python3 benchmarks/sbc.py --ci --out docs/validation                  # the test suite's sizes
 
 (a run of 1,000 replications per model takes long: the product target has 1,000 x d parameters).
 """
@@ -144,6 +145,9 @@ MODELS = {
     "normal": Model("normal", _normal, ("theta",), "theta ~ N(0, 1), y (4) ~ N(theta, 1)"),
 }
 CALIBRATED = ("constrained", "hierarchical", "student_t", "glm", "mixture")
+# the test suite's sizes (tests/mcmc/test_sbc.py): replications per model, steps after warm-up
+CI_REPLICATIONS = {"constrained": 50, "hierarchical": 40, "student_t": 50, "glm": 25, "mixture": 100}
+CI_NUM_STEPS = 500
 
 
 def simulate(model: Model, R: int, seed: int):
@@ -281,6 +285,10 @@ def plot(result: SBCResult, path, max_panels: int = 8):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replications", type=int, default=1000)
+    ap.add_argument("--num-steps", type=int, default=None,
+                    help="steps after the warm-up (default: run until converged, as `sample`)")
+    ap.add_argument("--ci", action="store_true",
+                    help="the test suite's sizes (CI_REPLICATIONS, CI_NUM_STEPS): a few minutes")
     ap.add_argument("--models", default=",".join(CALIBRATED))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="docs/validation")
@@ -293,14 +301,17 @@ def main(argv=None):
     names = a.models.split(",")
     summary = {}
     for name in names:
-        r = run(MODELS[name], a.replications, a.seed)
+        R = CI_REPLICATIONS[name] if a.ci else a.replications
+        r = run(MODELS[name], R, a.seed, num_steps=CI_NUM_STEPS if a.ci else a.num_steps)
         rejected = holm(r.pvalues, a.alpha / len(names))
         plot(r, out / f"sbc_{name}.png")
         summary[name] = {"replications": r.replications, "dim": r.dim, "num_steps": r.num_steps,
                          "seconds": round(r.seconds, 1), "min_p": min(r.pvalues.values()),
                          "rejected": rejected, "converged": bool(r.sample.converged)}
         print(name, json.dumps(summary[name]), flush=True)
-    (out / "sbc_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    path = out / "sbc_summary.json"  # models not run keep their earlier entries
+    kept = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**kept, **summary}, indent=1) + "\n")
     bad = [n for n, s in summary.items() if s["rejected"]]
     print("SBC", "FAILED for " + ", ".join(bad) if bad else "passed",
           f"(Holm at family-wise level {a.alpha} over {len(names)} models)")

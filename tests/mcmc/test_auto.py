@@ -122,19 +122,19 @@ def test_model_nan_at_start_is_not_blamed_on_the_step_size():
 
 
 def test_exact_autocorrelation_times_match_a_long_run():
-    # HFHR on N(0, 1): the exact tau of q and q^2 against batch means over 128 chains
+    # HFHR on N(0, 1): the exact tau of q and q^2 against batch means over 1024 chains
     p = dict(step_size=0.04, gamma=0.35, alpha=2.5)
     st = chain_statistics("hfhr", [1.0], **p)
     one = from_potential(lambda q: 0.5 * q @ q, 1, name="n")
-    res = sample(one, "hfhr", num_chains=128, num_steps=10000, seed=2, init=np.zeros(1),
+    res = sample(one, "hfhr", num_chains=1024, num_steps=10000, seed=2, init=np.zeros(1),
                  diagnostics=False, **p)
     x = res.draws[:, 2000:, 0]
     n = x.shape[1]
     tau = n * np.var(x.mean(1)) / np.var(x)
     tau_sq = n * np.var((x**2).mean(1)) / np.var(x**2)
-    # 128 batch means: relative sd of the estimate ~ sqrt(2/128) = 0.125
-    assert tau == pytest.approx(float(st["tau_mean"][0, 0]), rel=0.4)
-    assert tau_sq == pytest.approx(float(st["tau_sq"][0, 0]), rel=0.4)
+    # 1024 batch means: relative sd of the estimate sqrt(2/1023) = 0.044; 0.2 is 4.5 sds
+    assert tau == pytest.approx(float(st["tau_mean"][0, 0]), rel=0.2)
+    assert tau_sq == pytest.approx(float(st["tau_sq"][0, 0]), rel=0.2)
     assert st["var_q"][0, 0] == pytest.approx(np.var(x), rel=0.05)
     assert st["tau_mean_geyer"][0, 0] > st["tau_mean"][0, 0]  # negative lags are cut by Geyer
 

@@ -29,9 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import sbc  # noqa: E402
 
 FWER = sbc.FWER
-NUM_STEPS = 500
+NUM_STEPS = sbc.CI_NUM_STEPS  # 500
 # replications per model: as many as the CI budget allows (the product's dimension is R x d)
-REPLICATIONS = {"constrained": 50, "hierarchical": 40, "student_t": 50, "glm": 25, "mixture": 100}
+REPLICATIONS = sbc.CI_REPLICATIONS  # constrained 50, hierarchical 40, student_t 50, glm 25, mixture 100
 assert tuple(REPLICATIONS) == sbc.CALIBRATED
 
 
