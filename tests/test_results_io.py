@@ -95,12 +95,20 @@ def test_fit_table_is_arviz_summary(fitted):
     np.testing.assert_array_equal(idata.observed_data["y"], fitted.model_info["numpyro"]["args"][1])
 
 
-def test_sample_table_is_arviz_summary_and_loo_runs(sampled, data):
+def test_sample_table_is_arviz_summary_and_loo_runs(sampled, data, target):
     idata = sampled.to_arviz()
     s = _az_summary(idata)
     rows = sampled.summary()
     assert list(s.index) == [r["name"] for r in rows] == ["p[0]", "p[1]", "p[2]", "sigma", "w[0]",
                                                           "w[1]", "wsum"]
+    # mean and sd from the raw draws, constrained here, independently of ArviZ and of to_arviz:
+    # the kept draws (after burn-in), every chain, sd with ddof 1
+    start = int(round(sampled.burn_in_default * sampled.draws.shape[1]))
+    c = target.info["constrain"](sampled.draws[:, start:])
+    cols = np.concatenate([np.asarray(c[k]).reshape(c[k].shape[:2] + (-1,))
+                           for k in ("p", "sigma", "w", "wsum")], axis=2).reshape(-1, 7)
+    np.testing.assert_allclose([r["mean"] for r in rows], cols.mean(0), rtol=1e-12)
+    np.testing.assert_allclose([r["sd"] for r in rows], cols.std(0, ddof=1), rtol=1e-12)
     ours = np.array([[r[k] for k in ("mean", "sd", "mcse", "ess_bulk", "ess_tail", "r_hat")]
                      for r in rows])
     np.testing.assert_allclose(s[COLS].to_numpy(), ours, rtol=1e-10)

@@ -2,9 +2,10 @@
 
 q* is N(mean, cov) itself for a Gaussian target, and for a logistic regression the solution of the
 stationary equations E_q grad V = 0, Sigma^{-1} = E_q hess V (`inertia.vi.reference`, exact
-quadrature). Each fit is compared with q* by KL(q || q*), computed here in closed form: within
-KL_TOL nats from every start (the stopping rule's objective tolerance is 1e-4 nats; a wrong
-gradient of the entropy or of the expectations leaves KL of order 0.1-1 nats).
+quadrature). Each fit is compared with q* by KL(q || q*), computed here in closed form, from
+starts 70-130 nats away: within 1e-6 nats on the Gaussian (the STL gradient is exact at q*: 5e-11
+to 3e-9 measured) and 1e-3 nats on the logistic regression (3e-5 to 6e-5 measured; the stopping
+rule's objective tolerance is 1e-4 nats), from every start.
 """
 import warnings
 
@@ -16,7 +17,7 @@ from inertia.vi import fit, reference
 
 from .conftest import small_logistic
 
-KL_TOL = 1e-2
+KL_TOL = {"gaussian": 1e-6, "logistic": 1e-3}
 STARTS = 3
 
 
@@ -53,7 +54,7 @@ def _targets():
 @pytest.mark.parametrize("which", ["gaussian", "logistic"])
 def test_automatic_fit_reaches_the_closed_form_optimum_from_random_starts(which):
     t, m_star, S_star = _targets()[which]
-    assert KL_TOL > 0 and kl_gaussians(m_star, S_star, m_star, S_star) == pytest.approx(0, abs=1e-12)
+    assert kl_gaussians(m_star, S_star, m_star, S_star) == pytest.approx(0, abs=1e-12)
     for k, init in enumerate(_random_starts(t.dim, seed=10)):
         assert kl_gaussians(init[0], init[1] @ init[1].T, m_star, S_star) > 1.0  # a real start
         with warnings.catch_warnings():
@@ -61,5 +62,5 @@ def test_automatic_fit_reaches_the_closed_form_optimum_from_random_starts(which)
             res = fit(t, seed=k, init=init)
         m, S = np.asarray(res.mean), np.asarray(res.cov)
         kl = kl_gaussians(m, S, m_star, S_star)
-        assert kl < KL_TOL, (which, k, kl)
+        assert kl < KL_TOL[which], (which, k, kl)
         assert res.converged, (which, k)
