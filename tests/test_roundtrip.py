@@ -51,9 +51,10 @@ def _check_sample(res, back):
     assert back.kind == "sample" and back.names == coordinate_names(res) and back.names
     _same(back.mean, res.mean)
     _same(back.cov, res.cov)
-    assert back.verdict["converged"] == res.converged
-    assert back.verdict["verdict"] == (res.diagnostics.verdict() if res.diagnostics else None)
-    assert back.verdict["diverged_at"] == np.asarray(res.diverged_at).tolist()
+    assert back.verdict.converged == res.converged
+    assert back.verdict.line() == res.verdict.line()
+    assert back.verdict.problems == res.verdict.problems
+    assert back.verdict.numbers["diverged_at"] == np.asarray(res.diverged_at).tolist()
     post = _posterior(back.to_arviz())
     start = int(round(res.burn_in_default * res.draws.shape[1]))
     kept = np.concatenate([post[k].reshape(post[k].shape[:2] + (-1,)) for k in post], axis=2)
@@ -88,7 +89,7 @@ def test_diverged_sample_with_nan_draws(tmp_path):
                      init=np.array([0.5]), on_divergence="stop")
     assert np.isnan(res.draws).any() and np.all(res.diverged_at > 0)
     back = roundtrip(res, tmp_path)
-    assert back.verdict["diverged_at"] == res.diverged_at.tolist()
+    assert back.verdict.numbers["diverged_at"] == res.diverged_at.tolist()
     _check_sample(res, back)
 
 
@@ -132,8 +133,8 @@ def test_large_data_calibration(tmp_path):
     assert back.kind == "calibration"
     _same(back.mean, np.asarray(res.mean))
     _same(back.cov, np.asarray(res.cov))
-    assert back.verdict["converged"] == res.converged and back.verdict["max_z"] == res.max_z
+    assert back.verdict.converged == res.converged and back.verdict.numbers["max_z"] == res.max_z
     post = _posterior(back.to_arviz())
     draws = np.concatenate([post[k].reshape(post[k].shape[:2] + (-1,)) for k in post], axis=2)
     _same(draws, res.draws)
-    assert math.isfinite(back.verdict["max_z"])
+    assert math.isfinite(back.verdict.numbers["max_z"])

@@ -46,14 +46,18 @@ def directional_errors(target, points, seed: int = 0) -> list:
     return out
 
 
-def check_gradient(target, positions, seed: int = 0) -> None:
+EVALS_PER_POINT = 5  # (V, grad V) at x and V at x +- h u, x +- h u / 2
+
+
+def check_gradient(target, positions, seed: int = 0) -> int:
     """TargetError when grad V disagrees with V (`directional_errors`) at MIN_BAD or more of the
-    first NUM_POINTS positions (all of them when fewer could be checked)."""
+    first NUM_POINTS positions (all of them when fewer could be checked); else the number of
+    (V, grad V) evaluations it made."""
     pts = np.asarray(positions, dtype=np.float64).reshape(-1, target.dim)[:NUM_POINTS]
     rows = directional_errors(target, pts, seed)
     bad = [(dd, fd) for dd, fd, tol in rows if abs(dd - fd) > tol]
     if not bad or len(bad) < min(MIN_BAD, len(rows)):
-        return
+        return EVALS_PER_POINT * len(pts)
     from ..targets.base import TargetError
 
     dd, fd = bad[0]

@@ -482,13 +482,15 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
                  gamma=gamma, alpha=alpha, num_leapfrog=num_leapfrog,
                  target_accept=target_accept, precondition=precondition, bias_tol=bias_tol,
                  init=init, seed=seed, frame=frame)
-    gradcheck.check_gradient(w.target, w.state.position, seed)  # V and grad V agree
+    # the automatic path: V and grad V agree before a long run (given parameters run as given)
+    checked = gradcheck.check_gradient(w.target, w.state.position, seed) if auto else 0
     run = _sample_until_converged(target, m, w, split3, auto=auto, num_steps=num_steps,
                                   thinning=thinning, target_ess=target_ess,
                                   max_steps=max_steps, names=names, bar=bar, progress=progress)
     bar.close()
     _check_divergence(m, run, thinning, on_divergence)
-    res = _result(target, m, w, run, auto=auto, thinning=thinning, seed=seed, names=names)
+    res = _result(target, m, w, run, auto=auto, thinning=thinning, seed=seed, names=names,
+                  checked=checked)
     if diagnostics:
         res.diagnostics = _diagnose(target, m, w, res)
     return res
@@ -724,9 +726,10 @@ def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
     _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
 
 
-def _result(target, m, w: WarmUp, run: Run, *, auto, thinning, seed, names) -> SampleResult:
+def _result(target, m, w: WarmUp, run: Run, *, auto, thinning, seed, names,
+            checked=0) -> SampleResult:
     """The SampleResult of a run: draws in the target's coordinates, per-step info, gradients
-    counted once (per chain, warm-up, in all)."""
+    counted once (per chain, warm-up with the gradient check's `checked`, in all)."""
     num_chains = run.carry[2].shape[0]
     num_steps = run.done * thinning
     info = {k: np.concatenate([i[k] for i in run.infos], axis=1) for k in run.infos[0]}
@@ -755,8 +758,9 @@ def _result(target, m, w: WarmUp, run: Run, *, auto, thinning, seed, names) -> S
         num_steps=int(num_steps), thinning=int(thinning),
         grad_evals=grad_evals, seed=int(seed), diverged_at=np.asarray(run.carry[2]),
         final_state=jax.tree_util.tree_map(np.asarray, run.carry[0]), tuning=w.tuning,
-        bias=w.bias, names=names, warmup_grad_evals=warm_grads, burn_in_default=w.burn,
-        preconditioner=w.pre, total_grad_evals=int(total), chains=chains,
+        bias=w.bias, names=names, burn_in_default=w.burn, chains=chains,
+        warmup_grad_evals=warm_grads + int(round(checked / num_chains)),
+        preconditioner=w.pre, total_grad_evals=int(total) + int(checked),
         model_info=model_info(target))
 
 

@@ -47,7 +47,7 @@ def test_a_wrong_gradient_is_caught(bug):
 def test_sample_refuses_an_out_of_range_index_before_the_chains():
     t = from_logdensity(WRONG["out-of-range index"], jnp.zeros(3))
     with pytest.raises(TargetError, match="index out of range"):
-        sample(t, step_size=0.1, num_steps=10)  # no warm-up: the check runs before chains
+        sample(t, num_steps=10)  # the automatic path: checked after its warm-up, before chains
 
 
 def test_the_richardson_difference_is_exact_to_its_tolerance():
