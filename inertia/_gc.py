@@ -14,11 +14,28 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import threading
+
+from ._held import Held
 
 YOUNG_THRESHOLD = 50_000  # allocations between young collections inside an entry point
-_LOCK = threading.Lock()
-_ACTIVE = {"count": 0, "old": None, "raised": None}  # entry points running (any thread)
+
+
+def _raise():
+    """Gen-0's threshold raised to YOUNG_THRESHOLD; (the caller's thresholds, the raised ones)."""
+    old = gc.get_threshold()
+    raised = (max(old[0], YOUNG_THRESHOLD),) + tuple(old[1:])
+    gc.set_threshold(*raised)
+    return old, raised
+
+
+def _restore(token):
+    """The caller's thresholds back."""
+    old, raised = token
+    if gc.get_threshold() == raised:  # unless the caller changed them meanwhile
+        gc.set_threshold(*old)
+
+
+_HELD = Held(_raise, _restore)  # entry points running in any thread hold the raised threshold
 
 
 @contextlib.contextmanager
@@ -26,20 +43,8 @@ def fewer_collections():
     """Raise gen-0's collection threshold to YOUNG_THRESHOLD for the block (the first block to
     start raises it, the last to finish restores the caller's thresholds unless they were changed
     meanwhile); `@fewer_collections()` decorates a function the same way."""
-    with _LOCK:
-        if _ACTIVE["count"] == 0:
-            old = gc.get_threshold()
-            raised = (max(old[0], YOUNG_THRESHOLD),) + tuple(old[1:])
-            gc.set_threshold(*raised)
-            _ACTIVE.update(old=old, raised=raised)
-        _ACTIVE["count"] += 1
-    try:
+    with _HELD():
         yield
-    finally:
-        with _LOCK:
-            _ACTIVE["count"] -= 1
-            if _ACTIVE["count"] == 0 and gc.get_threshold() == _ACTIVE["raised"]:
-                gc.set_threshold(*_ACTIVE["old"])
 
 
 def skip_teardown_collections() -> None:

@@ -357,6 +357,27 @@ def _warmup_keys(num_chains: int, d: int, raises: int):
     return _compile.jit(keys)
 
 
+def _settle(method, vg, state, keys, choice, stage, target_accept):
+    """The chosen trajectory at its step size, stage 2 rerun at a raised target acceptance while
+    the warm-up's late draws diverge (at most MAX_RAISES times): (state, Params, stages, chain
+    gradients, final target acceptance)."""
+    h = choice["step_size"]
+    T, eps = choice["num_leapfrog"] * h, choice["alpha"] * h
+    accept, stages, grads = float(target_accept), [stage], 0
+    # divergences: the step is too large for a region the chains reach; demand more acceptance
+    for attempt in range(1, MAX_RAISES + 1):
+        if stages[-1]["late_divergences"] == 0:
+            break
+        accept = raised(accept)
+        state, h, stage, g, _ = _stage2(method, vg, state, keys["stage2"][attempt], h,
+                                        choice["gamma"], eps, T, accept)
+        grads += g
+        stages.append(stage)
+    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
+                    choice["length_spread"])
+    return state, params, stages, grads, accept
+
+
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
                    target_accept=TARGET_ACCEPT, tune_step=True, frame="auto"):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
@@ -425,20 +446,9 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
                                    step_scales=STEP_SCALES, calibration=cal, robust=ROBUST)
     else:
         choice = choose_trajectory(lam, h2, stage["acceptance"])
-    h2 = choice["step_size"]
-    T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
-    h, accept, stages = h2, float(target_accept), [stage]
-    # divergences: the step is too large for a region the chains reach; demand more acceptance
-    for attempt in range(1, MAX_RAISES + 1):
-        if stages[-1]["late_divergences"] == 0:
-            break
-        accept = raised(accept)
-        state, h, stage, g, _ = _stage2(method, vg, state, keys["stage2"][attempt], h,
-                                        choice["gamma"], eps, T, accept)
-        chain_grads += g
-        stages.append(stage)
-    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
-                    choice["length_spread"])
+    state, params, stages, g, accept = _settle(method, vg, state, keys, choice, stage,
+                                               target_accept)
+    chain_grads += g
     report = {
         "kind": "adaptation", "precondition": fit.kind,
         "fit": {**fit.info, "grad_evals": fit.grad_evals},
@@ -496,19 +506,9 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     chain_grads += g
     lam = 1.0 / frames.eigenvalues(w2)
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
-    h2 = choice["step_size"]
-    T, eps = choice["num_leapfrog"] * h2, choice["alpha"] * h2
-    h, accept, stages = h2, float(target_accept), [stage]
-    for attempt in range(1, MAX_RAISES + 1):
-        if stages[-1]["late_divergences"] == 0:
-            break
-        accept = raised(accept)
-        state, h, stage, g, _ = _stage2(method, vg, state, keys["stage2"][attempt], h,
-                                        choice["gamma"], eps, T, accept)
-        chain_grads += g
-        stages.append(stage)
-    params = Params(h, choice["gamma"], eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
-                    choice["length_spread"])
+    state, params, stages, g, accept = _settle(method, vg, state, keys, choice, stage,
+                                               target_accept)
+    chain_grads += g
     kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.U is not None else "diagonal frame"
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
             "why": (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)}
