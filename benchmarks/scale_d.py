@@ -54,15 +54,10 @@ def model_and_data(family: str, d: int, seed: int = 0):
         x = rng.normal(size=n)
         y = rng.binomial(1, 1 / (1 + np.exp(-(rng.normal(0, 0.7, G)[g] + 0.8 * x)))).astype(float)
 
-        def hier(g, x, y, G):
-            mu = numpyro.sample("mu", dist.Normal(0, 2))
-            tau = numpyro.sample("tau", dist.HalfNormal(1.0))
-            with numpyro.plate("G", G):
-                z = numpyro.sample("z", dist.Normal(0, 1))
-            beta = numpyro.sample("beta", dist.Normal(0, 2))
-            numpyro.sample("y", dist.Bernoulli(logits=mu + tau * z[g] + beta * x), obs=y)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "posteriors"))
+        from models import hier_logistic  # the posterior suite's model, at G groups
 
-        return hier, (g, x, y, G)
+        return hier_logistic, (g, x, y, G)
     if family == "glmm":
         R = (d - 3) // 2
         C = d - 3 - R
