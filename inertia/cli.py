@@ -18,6 +18,7 @@ from ._cliargs import (Formatter, check_output_dir, check_output_file, nonneg_in
 
 SUBCOMMAND_MODULES = ("inertia.vi.cli", "inertia.mcmc.cli", "inertia.sgmcmc.cli")
 EXIT_ERROR, EXIT_INTERRUPTED = 2, 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a process its closed pipe ended
 
 
 def _load_cli(modname: str):
@@ -271,8 +272,13 @@ def main(argv=None) -> int:
         with single_blas_thread(), fewer_collections(), _float64(own_process=argv is None):
             rc = int(args.func(args) or 0)
         if argv is None:  # the process ends next
+            sys.stdout.flush()  # a closed pipe is reported here, not at interpreter exit
             skip_teardown_collections()
         return rc
+    except BrokenPipeError:  # the reader closed the pipe (`| head`): stop quietly, as Unix tools do
+        if argv is None:  # the exit's own flush must not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         if not _INTERRUPT["reported"]:
             _INTERRUPT["reported"] = True

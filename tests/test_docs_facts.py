@@ -48,7 +48,9 @@ def test_the_cli_reference_states_every_exit_status():
                            (r"(\d+) when `inertia fit` converged but its Gaussian is an "
                             r"unreliable", verdict.EXIT_UNRELIABLE),
                            (r"(\d+) on bad input", cli.EXIT_ERROR),
-                           (r"(\d+) when interrupted", cli.EXIT_INTERRUPTED)):
+                           (r"(\d+) when interrupted", cli.EXIT_INTERRUPTED),
+                           (r"(\d+) when the reader of its output closes the pipe",
+                            cli.EXIT_BROKEN_PIPE)):
         m = re.search(pattern, text)
         assert m and int(m.group(1)) == value, (pattern, m and m.group(0))
 
