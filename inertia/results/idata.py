@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from typing import Mapping, Optional
 
 import numpy as np
@@ -14,14 +13,10 @@ ATTR_PREFIX = "inertia_"
 
 
 def arviz():
-    """ArviZ, imported on first use (its import warning about the 1.0 refactor silenced)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        try:
-            import arviz as az
-        except ImportError as err:
-            raise ImportError("ArviZ output needs arviz, a dependency of inertia: pip install arviz") from err
-    return az
+    """ArviZ, imported once under inertia's lock with its refactor notice silenced (convergence)."""
+    from ..convergence import _arviz
+
+    return _arviz()
 
 
 def sites_of(draws, info: Optional[Mapping] = None, names=None) -> dict:
