@@ -1,26 +1,30 @@
 """How good the fitted Gaussian is as an answer: Pareto k-hat of the importance weights p~/q.
 
-Draws x_j = m + A xi_j of q (the draws behind the summary) get log weights
-log w_j = -V(x_j) - log q(x_j); Pareto-smoothed importance sampling (Vehtari, Simpson, Gelman, Yao &
-Gabry 2024, ArviZ's `psislw`) fits a generalised Pareto tail to the largest weights, whose shape k-hat
-says whether q can stand in for the posterior (Yao, Vehtari, Simpson & Gelman 2018): below 0.5 the
-Gaussian is adequate; 0.5-0.7 its PSIS-reweighted expectations are usable; above 0.7 neither is, and
-the exact sampler is the answer. The check reads the fit and never changes it.
+Draws x_j = m + A xi_j of q get log weights log w_j = -V(x_j) - log q(x_j), V by the objective
+monitor's compiled batched potential (no new program; the normals xi_j come from NumPy, seeded);
+Pareto-smoothed importance sampling (Vehtari, Simpson, Gelman, Yao & Gabry 2024, ArviZ's `psislw`)
+fits a generalised Pareto tail to the largest weights, whose shape k-hat says whether q can stand
+in for the posterior (Yao, Vehtari, Simpson & Gelman 2018): below 0.5 the Gaussian is adequate;
+0.5-0.7 its PSIS-reweighted expectations are usable; above 0.7 neither is, and the exact sampler
+is the answer. The check reads the fit and never changes it.
 
-Number of draws: FIRST_DRAWS = 4000 per seed, and NUM_DRAWS = 32,000 when k-hat there is 0.5 or
-more. PSIS fits the largest 3 sqrt(S) weights; in low dimensions p/q has a maximum in the bulk of q
-where the weights bunch (their density is singular at that maximum), and with S = 4000 or 8000
-the fitted tail (the largest 4.8 % or 3.4 %) reaches into that bunch: k-hat came out 3-6 on
-near-Gaussian posteriors whose k-hat at 32,000 draws is 0.3-0.6 (a 1-D logistic posterior, Gamma(5)
-and Gamma(50) posteriors in log space; 5 repetitions each), a false "unreliable". At 32,000 draws
-the tail is the largest 537 (1.7 %) and the 5 repetitions agreed within 0.15; PSIS itself is
-reliable where S >= 10^(1 / (1 - k)) (Vehtari et al. 2024, section 3.2.3), at 32,000 for every
-k up to 0.78, past the 0.7 threshold. A fit whose k-hat is below 0.5 at 4000 draws stops there
-(k-hat's sampling sd about (1 + k) / sqrt(190) < 0.11: 0.5 is then at least 1.5 sd away for a
-k-hat below 0.33, and the bunching only raises k-hat). The second look's normals are kept within
-MAX_BYTES (64 MiB): above d = 262 it uses fewer draws (at least 4000); the bunching is a
-low-dimensional effect (in high d a log weight is a sum over many directions, with no singular
-density at its maximum).
+Number of draws: FIRST_DRAWS = 4000 per seed; where k-hat there is 0.5 or more, a second look
+extends them to half the fit's own gradient (and Hessian-vector) evaluations, at least
+SECOND_DRAWS = 16,000 and at most NUM_DRAWS = 32,000 (32,000 in d = 1). On light-tailed weights
+k-hat is biased upwards at small S: near-Gaussian posteriors (products of log-Gamma(a) laws,
+a = 5 or 50, d = 2, 3, 5; six repetitions each) gave k-hat up to 1.5 at 4000 draws and up to 1.0
+at 8000; at 16,000 the repetitions' means were within 0.05 of those at 32,000 (0.3-0.5). In d = 1 the weights' density
+is singular at their maximum (t^(-1/2)) and the bias lasts longer: a 1-D logistic posterior and
+Gamma(2), Gamma(5), Gamma(50) posteriors in log space gave k-hat 3-6 at 4000 and 8000 draws, and
+for Gamma(50) still 0.7-6.4 at 16,000 against 0.2-0.4 at 32,000, so d = 1 takes 32,000 (its
+potential evaluations cost next to nothing). A batched potential evaluation costs 0.08-0.2 of one
+of the fit's gradient evaluations (its updates are sequential; measured on the posterior suite's
+hierarchical logistic, random-walk Poisson and stochastic-volatility models), so half the fit's
+count keeps the check near or below a tenth of the fit's run time; a fit whose k-hat is below
+0.5 at 4000 draws stops there (k-hat's sampling sd about (1 + k) / sqrt(190) < 0.11, and the bias
+only raises k-hat). PSIS itself is reliable where S >= 10^(1 / (1 - k)) (Vehtari et al. 2024,
+section 3.2.3): 16,000 draws for every k up to 0.76. The second look's normals are kept within
+MAX_BYTES (64 MiB): above d = 524 it uses fewer draws (at least 4000).
 """
 from __future__ import annotations
 
@@ -32,8 +36,9 @@ from typing import Optional
 import numpy as np
 
 FIRST_DRAWS = 4000  # draws of q per seed of the first look (= results.build.FIT_DRAWS)
-NUM_DRAWS = 32000  # draws of q per seed when k-hat at FIRST_DRAWS is 0.5 or more
-MAX_BYTES = 64 * 2**20  # the second look's normals at most this large: 32,000 draws up to d = 262
+NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d = 1)
+SECOND_DRAWS = 16000  # draws of q per seed of the second look, at least
+MAX_BYTES = 64 * 2**20  # the second look's normals at most this large: 16,000 draws up to d = 524
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
 CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corrected twin
 
@@ -76,24 +81,17 @@ def _psislw(lw):
     return np.asarray(out, dtype=np.float64), np.asarray(k, dtype=np.float64)
 
 
-BLOCK_SEED = 1_000_003  # block j >= 1 of the normals is seeded seed + j * BLOCK_SEED
-
-
-def _normals(res, num_draws, seed):
-    """(seed, draw, d) normals: blocks of FIRST_DRAWS draws of one compiled shape, the first
-    exactly `FitResult.sample(key_of(seed), FIRST_DRAWS)`'s (the summary's own draws), block j
-    from seed + j * BLOCK_SEED (no new program for 32,000 draws)."""
-    from .._random import host_normal, key_of
-
-    mean = np.asarray(res.mean)
+def _normals(res, num_draws, seed, start=0):
+    """(seed, draw, d) standard normals of draws start..num_draws - 1 of the check: block j (draws
+    j FIRST_DRAWS onwards) from NumPy's PCG64 seeded by (seed, j), so a second look extends the
+    first with the same numbers; on the host, compiling nothing (a JAX normal of a new shape is an
+    XLA compilation of 0.3-1.4 s, more than the rest of the check on a fit of a few seconds)."""
+    seeds = 1 if np.ndim(res.mean) == 1 else np.shape(res.mean)[0]
     blocks = []
-    for j in range(-(-num_draws // FIRST_DRAWS)):
-        n = min(FIRST_DRAWS, num_draws - j * FIRST_DRAWS)
-        size = FIRST_DRAWS if num_draws >= FIRST_DRAWS else n
-        shape = (size, res.dim) if mean.ndim == 1 else (mean.shape[0], size, res.dim)
-        key = key_of((seed + j * BLOCK_SEED) % 2**63)
-        xi = np.asarray(host_normal(key, shape, mean.dtype), dtype=np.float64)
-        blocks.append((xi[None] if mean.ndim == 1 else xi)[:, :n])
+    for j in range(start // FIRST_DRAWS, -(-num_draws // FIRST_DRAWS)):
+        lo, hi = max(start, j * FIRST_DRAWS), min(num_draws, (j + 1) * FIRST_DRAWS)
+        xi = np.random.default_rng([int(seed), j]).standard_normal((seeds, FIRST_DRAWS, res.dim))
+        blocks.append(xi[:, lo - j * FIRST_DRAWS:hi - j * FIRST_DRAWS])
     return np.concatenate(blocks, axis=1)
 
 
@@ -102,20 +100,23 @@ def draws_of(res, num_draws, seed):
     xi = _normals(res, num_draws, seed)
     means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
     factors = np.asarray(res.factor, dtype=np.float64).reshape(-1, res.dim, res.dim)
-    return means[:, None, :] + np.einsum("snj,sij->sni", xi, factors)
+    return means[:, None, :] + np.matmul(xi, np.swapaxes(factors, 1, 2))
 
 
-def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0) -> np.ndarray:
-    """(seed, draw) raw log weights -V(x_j) - log q(x_j) at the draws x_j = m + A xi_j of
-    `draws_of(res, num_draws, seed)`, V by the objective monitor's compiled batched potential
-    (the data are its arguments); -inf where V is not finite (a draw outside the support)."""
+def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0,
+                start: int = 0) -> np.ndarray:
+    """(seed, draw) raw log weights -V(x_j) - log q(x_j) at the draws x_j = m + A xi_j,
+    j = start..num_draws - 1, of `_normals(res, num_draws, seed, start)`, V by the objective
+    monitor's compiled batched potential (the data are its arguments; no new program);
+    -inf where V is not finite (a draw outside the support)."""
     from .monitor import CHUNK, _on_draws
 
-    xi = _normals(res, num_draws, seed)
+    xi = _normals(res, num_draws, seed, start)
+    n = num_draws - start
     means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
     factors = np.asarray(res.factor, dtype=np.float64).reshape(-1, res.dim, res.dim)
     on_draws, frame = _on_draws(target)
-    c = min(CHUNK, num_draws)
+    c = CHUNK
     out = []
     for s in range(means.shape[0]):
         m, A = means[s], factors[s]
@@ -124,13 +125,13 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0) -> np.nd
             shift, F = frame
             m, A = shift + F @ m, F @ A  # V(z) = V_parent(shift + F z): q's density stays in z
         z = xi[s]
-        pad = (-num_draws) % c
+        pad = (-n) % c  # whole chunks: the monitor's one compiled shape
         zz = np.concatenate([z, np.repeat(z[:1], pad, 0)]) if pad else z
         V = np.concatenate([np.asarray(on_draws(m, A, zz[i:i + c]), dtype=np.float64)
-                            for i in range(0, zz.shape[0], c)])[:num_draws]
+                            for i in range(0, zz.shape[0], c)])[:n]
         logq = -0.5 * np.sum(z * z, axis=1) - 0.5 * res.dim * math.log(2 * math.pi) - logdet
         if not sign:  # a singular factor: q has no density
-            logq = np.full(num_draws, np.nan)
+            logq = np.full(n, np.nan)
         lw = -V - logq
         out.append(np.where(np.isfinite(lw), lw, -np.inf))
     return np.stack(out)
@@ -140,21 +141,37 @@ def assess(target, res, num_draws: Optional[int] = None,
            seed: int = 0) -> tuple[dict, np.ndarray]:
     """(quality dict, (seed, draw) PSIS-smoothed normalised log weights) of a fit: k-hat (the worst
     seed's), the PSIS effective sample size 1 / sum w^2 (the worst seed's), the verdict and how long
-    the check took; on FIRST_DRAWS draws of q per seed, then NUM_DRAWS where k-hat >= 0.5 (module
-    docstring), or on `num_draws` when given."""
+    the check took; on FIRST_DRAWS draws of q per seed, then extended to `second_look_draws` where
+    k-hat >= 0.5 (module docstring), or on `num_draws` when given."""
     t0 = time.perf_counter()
-    quality, smoothed = _assess_at(target, res, num_draws or FIRST_DRAWS, seed)
+    n = num_draws or FIRST_DRAWS
+    lw = log_weights(target, res, n, seed)
+    quality, smoothed = _assess_lw(lw, seed)
     if num_draws is None and not (quality["khat"] is not None and quality["khat"] < ADEQUATE):
-        more = min(NUM_DRAWS, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim)))
-        if more > FIRST_DRAWS:
-            quality, smoothed = _assess_at(target, res, more, seed)
+        more = second_look_draws(res)
+        if more > n:  # the first look's weights kept: only the new draws are evaluated
+            lw = np.concatenate([lw, log_weights(target, res, more, seed, start=n)], axis=1)
+            quality, smoothed = _assess_lw(lw, seed)
     quality["seconds"] = time.perf_counter() - t0
     return quality, smoothed
 
 
-def _assess_at(target, res, num_draws, seed):
-    """`assess` on `num_draws` draws of q per seed."""
-    lw = log_weights(target, res, num_draws, seed)
+def second_look_draws(res) -> int:
+    """Draws of q per seed of the second look (module docstring): half the fit's own gradient and
+    Hessian-vector evaluations per seed, within SECOND_DRAWS..NUM_DRAWS (NUM_DRAWS in d = 1), and
+    fewer where their normals would pass MAX_BYTES (at least FIRST_DRAWS)."""
+    n = NUM_DRAWS
+    if res.dim > 1:
+        h = res.history or {}
+        evals = sum(float(np.ravel(h[k])[-1]) for k in ("grad_evals", "hvp_evals")
+                    if h.get(k) is not None and len(h[k]) and np.isfinite(np.ravel(h[k])[-1]))
+        n = int(min(NUM_DRAWS, max(SECOND_DRAWS, evals // 2)))
+    return int(min(n, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim))))
+
+
+def _assess_lw(lw, seed):
+    """`assess` on the (seed, draw) raw log weights `lw`."""
+    num_draws = lw.shape[1]
     finite = np.isfinite(lw)
     smoothed = np.full_like(lw, -np.inf)
     ks, ess = [], []
