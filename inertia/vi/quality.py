@@ -38,6 +38,7 @@ import numpy as np
 FIRST_DRAWS = 4000  # draws of q per seed of the first look (= results.build.FIT_DRAWS)
 NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d = 1)
 SECOND_DRAWS = 16000  # draws of q per seed of the second look, at least
+BORDER_DRAWS = 64000  # draws of q per seed of the third look, where k-hat is within its sd of 0.7
 MAX_BYTES = 64 * 2**20  # the second look's normals at most this large: 16,000 draws up to d = 524
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
 CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corrected twin
@@ -148,10 +149,16 @@ def assess(target, res, num_draws: Optional[int] = None,
     lw = log_weights(target, res, n, seed)
     quality, smoothed = _assess_lw(lw, seed)
     if num_draws is None and not (quality["khat"] is not None and quality["khat"] < ADEQUATE):
-        more = second_look_draws(res)
-        if more > n:  # the first look's weights kept: only the new draws are evaluated
+        for more in (second_look_draws(res), borderline_draws(res)):
+            if more <= n:
+                continue
+            # the earlier looks' weights kept: only the new draws are evaluated
             lw = np.concatenate([lw, log_weights(target, res, more, seed, start=n)], axis=1)
             quality, smoothed = _assess_lw(lw, seed)
+            n = more
+            k = quality["khat"]
+            if k is None or abs(k - USABLE) >= quality["khat_sd"]:
+                break  # the verdict is not a coin flip at 0.7: no third look
     quality["seconds"] = time.perf_counter() - t0
     return quality, smoothed
 
@@ -167,6 +174,20 @@ def second_look_draws(res) -> int:
                     if h.get(k) is not None and len(h[k]) and np.isfinite(np.ravel(h[k])[-1]))
         n = int(min(NUM_DRAWS, max(SECOND_DRAWS, evals // 2)))
     return int(min(n, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim))))
+
+
+def borderline_draws(res) -> int:
+    """Draws of q per seed of the third look, taken where k-hat after the second is within its own
+    sampling sd of 0.7: BORDER_DRAWS, fewer where their normals would pass MAX_BYTES."""
+    return int(min(BORDER_DRAWS, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim))))
+
+
+def khat_sd(khat: float, num_draws: int) -> float:
+    """k-hat's asymptotic sampling sd |1 + k| / sqrt(M) for a generalised Pareto fit to the
+    M = min(S / 5, 3 sqrt(S)) largest of S weights (PSIS's tail; the maximum likelihood shape's
+    asymptotic variance (1 + k)^2 / M, Hosking & Wallis 1987)."""
+    m = math.ceil(min(0.2 * num_draws, 3.0 * math.sqrt(num_draws)))
+    return abs(1.0 + khat) / math.sqrt(m) if math.isfinite(khat) else math.inf
 
 
 def _assess_lw(lw, seed):
@@ -191,6 +212,7 @@ def _assess_lw(lw, seed):
                "khat_per_seed": [k if math.isfinite(k) else None for k in ks],
                "ess": float(min(ess)), "ess_per_seed": ess, "num_draws": int(num_draws),
                "seed": int(seed), "outside_support": float(1.0 - finite.mean()),
+               "khat_sd": khat_sd(khat, num_draws),
                "verdict": verdict_of(khat), "thresholds": [ADEQUATE, USABLE]}
     quality["corrected"] = quality["verdict"] != "unreliable"
     quality["message"] = message(quality)
