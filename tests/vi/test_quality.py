@@ -171,3 +171,59 @@ def test_ensure_adequate_runs_the_exact_sampler_from_the_fit():
     assert res.converged and abs(r["mean"] - digamma(0.3)) < 4 * r["mcse"]
     with pytest.raises(ValueError, match="ensure"):
         fit(_log_gamma(0.3), ensure="good")
+
+
+@pytest.fixture(scope="module")
+def gaussian_fit():
+    t = _gaussian_target()
+    return t, _fit(t)
+
+
+def test_a_longer_look_extends_the_first_with_the_same_draws(gaussian_fit):
+    t, res = gaussian_fit
+    from inertia.vi.quality import draws_of, log_weights
+
+    first = log_weights(t, res, 4000)
+    rest = log_weights(t, res, 9000, start=4000)
+    both = log_weights(t, res, 9000)
+    assert rest.shape == (1, 5000)
+    np.testing.assert_array_equal(np.concatenate([first, rest], axis=1), both)
+    x = draws_of(res, 9000, 0)[0]  # the draws behind the weights: q's law, not one repeated block
+    assert len(np.unique(x[:, 0])) == 9000
+    # 9000 draws of N(m, S): each coordinate's mean within 4 s.e. (sd / sqrt(9000)) of m
+    sd = np.sqrt(np.diag(res.cov))
+    assert np.all(np.abs(x.mean(0) - res.mean) < 4 * sd / math.sqrt(9000))
+
+
+def test_second_look_is_half_the_fits_evaluations_within_its_bounds(gaussian_fit):
+    _, res = gaussian_fit
+
+    def with_evals(g, h=0, dim=4):
+        hist = {**res.history, "grad_evals": np.array([g]), "hvp_evals": np.array([h])}
+        return dataclasses.replace(res, history=hist, dim=dim)
+
+    assert second_look_draws(with_evals(50_000, 2_000)) == 26_000
+    assert second_look_draws(with_evals(1_000)) == 16_000
+    assert second_look_draws(with_evals(10**6)) == 32_000
+    assert second_look_draws(with_evals(1_000, dim=1)) == 32_000  # d = 1: the long bias
+    assert second_look_draws(with_evals(50_000, dim=1000)) == 8388  # 64 MiB of normals
+
+
+@pytest.mark.parametrize("khats, draws", [((0.55, 0.66, 0.72), 64000), ((0.55, 0.9), 16000),
+                                          ((0.55, 0.6), 16000), ((0.3,), 4000)])
+def test_a_third_look_only_where_k_hat_straddles_07(gaussian_fit, monkeypatch, khats, draws):
+    # the looks' k-hats scripted: 0.66 at 16,000 draws is within its sd (1.66 / sqrt(380) = 0.085)
+    # of 0.7, 0.9 and 0.6 are not (0.6 is 1.2 sd below)
+    t, res = gaussian_fit
+    import inertia.vi.quality as quality
+
+    script = iter(khats)
+    real = quality._psislw
+    monkeypatch.setattr(quality, "_psislw", lambda lw: (real(lw)[0], next(script)))
+    res = dataclasses.replace(res, history={**res.history, "grad_evals": np.array([1000]),
+                                            "hvp_evals": np.array([0])})
+    q, lw = quality.assess(t, res)
+    assert q["num_draws"] == draws == lw.shape[1]
+    assert q["khat"] == khats[-1]
+    assert q["khat_sd"] == pytest.approx(abs(1 + khats[-1]) / math.sqrt(math.ceil(
+        min(draws / 5, 3 * math.sqrt(draws)))))
