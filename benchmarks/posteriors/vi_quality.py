@@ -10,8 +10,11 @@ exactly where that answer is off. The check's cost: its seconds over the fit's w
 fit's compilation included, the check's own seconds too), and its potential evaluations over the
 fit's gradient and Hessian-vector evaluations. ArviZ is imported before the first fit (its
 import, ~1.3 s once per process, is not the check's).
+The check runs again on five more seeds of q's draws (`--check-seeds`, the same fit): how often
+its verdict is right when k-hat lies near a threshold.
 Run: `OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/vi_quality.py [names...]
-[--json benchmarks/results/posteriors_vi_quality.json]` (prints a markdown table).
+[--check-seeds 6] [--json benchmarks/results/posteriors_vi_quality.json]` (prints a markdown
+table).
 """
 from __future__ import annotations
 
@@ -56,8 +59,18 @@ def errors(rows, ref, suffix=""):
             max(abs(r["sd" + suffix] - s) / s for r, m, s in pairs))
 
 
-def one(name, refs):
+def judged(res, rows, ref):
+    """(errors of the Gaussian, of the PSIS-corrected answer or None, answer off, verdict right)."""
+    g, c = errors(rows, ref), errors(rows, ref, "_psis")
+    off = max(c if c else g) > OFF
+    return g, c, off, off == (res.quality["verdict"] == "unreliable")
+
+
+def one(name, refs, check_seeds=1):
+    import dataclasses
+
     from inertia.vi import fit
+    from inertia.vi.quality import assess
 
     post = load(name)
     t0 = time.perf_counter()
@@ -68,11 +81,16 @@ def one(name, refs):
         rows = res.summary()
     ref = reference(post, refs)
     q = res.quality
-    g, c = errors(rows, ref), errors(rows, ref, "_psis")
+    g, c, off, right = judged(res, rows, ref)
     h = res.history
     evals = int(h["grad_evals"][-1]) + int(h["hvp_evals"][-1])
-    answer = c if c else g
-    off = max(answer) > OFF
+    seeds = []  # the check again on other draws of q (the same fit): how stable the verdict is
+    for s in range(1, check_seeds):
+        other = dataclasses.replace(res)
+        other.quality, other.quality_weights = assess(post.target, res, seed=s)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            seeds.append((other.quality, judged(other, other.summary(), ref)))
     return {"name": name, "group": post.group, "dim": post.dim, "converged": bool(res.converged),
             "method": res.method, "khat": q["khat"], "ess": q["ess"], "draws": q["num_draws"],
             "verdict": q["verdict"], "err_mean": g[0], "err_sd": g[1],
@@ -80,22 +98,35 @@ def one(name, refs):
             "fit_seconds": wall, "check_seconds": q["seconds"],
             "check_fraction": q["seconds"] / wall, "fit_evals": evals,
             "check_evals": q["num_draws"] * len(q["khat_per_seed"]), "answer_off": off,
-            "verdict_right": off == (q["verdict"] == "unreliable")}
+            "verdict_right": right,
+            "check_seeds": [{"khat": o["khat"], "draws": o["num_draws"], "verdict": o["verdict"],
+                             "err_psis": j[1], "right": j[3]} for o, j in seeds]}
+
+
+def seeds(r):
+    """'k of n (k-hat lo-hi)' over the other check seeds, or '–'."""
+    other = r.get("check_seeds") or []
+    if not other:
+        return "–"
+    ks = [o["khat"] for o in other if o["khat"] is not None]
+    span = f" (k-hat {min(ks):.2f} to {max(ks):.2f})" if ks else ""
+    return f"{sum(o['right'] for o in other)} of {len(other)}{span}"
 
 
 def table(rows):
     f = (lambda v: "–" if v is None else f"{v:.2f}")
     out = ["| posterior | d | optimiser | k-hat (draws) | quality | Gaussian: err mean / sd | "
            "PSIS: err mean / sd | answer off > 0.2 sd | verdict right | fit s | check s (%) | "
-           "check / fit evaluations |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "check / fit evaluations | right on other check seeds |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['name']} | {r['dim']} | {'converged' if r['converged'] else 'NOT CONV.'}"
                    f" | {f(r['khat'])} ({r['draws']}) | {r['verdict']} | {f(r['err_mean'])} / "
                    f"{f(r['err_sd'])} | {f(r['err_mean_psis'])} / {f(r['err_sd_psis'])} | "
                    f"{'yes' if r['answer_off'] else 'no'} | {'yes' if r['verdict_right'] else 'NO'} | "
                    f"{r['fit_seconds']:.1f} | {r['check_seconds']:.2f} "
-                   f"({100 * r['check_fraction']:.0f} %) | {r['check_evals']} / {r['fit_evals']} |")
+                   f"({100 * r['check_fraction']:.0f} %) | {r['check_evals']} / {r['fit_evals']} | "
+                   f"{seeds(r)} |")
     return "\n".join(out)
 
 
@@ -103,6 +134,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--json", type=Path, default=OUT)
+    ap.add_argument("--check-seeds", type=int, default=6,
+                    help="run the check on this many seeds of q's draws (the first is the fit's)")
     args = ap.parse_args(argv)
     from inertia.results.idata import arviz
 
@@ -111,7 +144,7 @@ def main(argv=None):
     rows = []
     for name in args.names or NAMES:
         try:
-            rows.append(one(name, refs))
+            rows.append(one(name, refs, args.check_seeds))
         except Exception as err:  # noqa: BLE001 - one posterior's failure is reported
             print(f"{name}: {type(err).__name__}: {err}", file=sys.stderr)
             continue

@@ -137,7 +137,7 @@ class FitResult:
         """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
         models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`), and
         where q is not unreliable (Pareto k-hat <= 0.7) their PSIS-corrected twins mean_psis,
-        sd_psis, q5_psis, q95_psis (`vi.quality`, on the quality check's 4000 draws per seed)."""
+        sd_psis, q5_psis, q95_psis (`vi.quality`, on the quality check's own draws)."""
         from ..results.build import fit_summary
         from .quality import corrected_rows
 
