@@ -52,10 +52,20 @@ def verdict_of(khat: float) -> str:
     return "adequate" if khat < ADEQUATE else "usable with correction"
 
 
+def shown(khat: float) -> str:
+    """k-hat to two decimals, more where two would round it onto a threshold it is not on (0.4996
+    is "0.4996", not "0.50" beside "adequate"), so the text never contradicts its verdict."""
+    for digits in range(2, 17):
+        text = f"{khat:.{digits}f}"
+        if float(text) not in (ADEQUATE, USABLE) or float(text) == khat:
+            return text
+    return repr(khat)
+
+
 def message(quality: dict) -> str:
     """The plain-words line of a quality dict: verdict, k-hat, ESS and what to do."""
     k, n = quality["khat"], quality["num_draws"]
-    kt = "not finite" if k is None else f"{k:.2f}"
+    kt = "not finite" if k is None else shown(k)
     head = (f"approximation quality: {quality['verdict']} (Pareto k-hat {kt} on {n} draws of q, "
             f"PSIS ESS {quality['ess']:.0f})")
     if quality["verdict"] == "adequate":
@@ -274,5 +284,5 @@ def resample(res, num_draws: Optional[int] = None, seed: int = 0) -> np.ndarray:
     return draws[rng.choice(draws.shape[0], size=n, replace=True, p=w / w.sum())]
 
 
-__all__ = ["assess", "log_weights", "draws_of", "corrected_rows", "resample", "verdict_of", "message",
+__all__ = ["shown", "assess", "log_weights", "draws_of", "corrected_rows", "resample", "verdict_of", "message",
            "FIRST_DRAWS", "NUM_DRAWS", "ADEQUATE", "USABLE", "CORRECTED"]

@@ -1,9 +1,11 @@
 """The approximation-quality check of every fit (Pareto k-hat of p~/q, PSIS): adequate on Gaussian
 targets with corrected moments equal to the exact ones, unreliable on a banana, a funnel and a
 skewed Gamma posterior where the Gaussian is poor, PSIS-corrected means closer to the truth than
-the Gaussian's where k-hat <= 0.7; in the table, the JSON, to_arviz and the CLI's exit status 4.
+the Gaussian's where k-hat <= 0.7; in the table, the JSON, to_arviz and the CLI's exit status 4;
+the looks' sizes; an approximate GP (proper, weakly identified) neither called improper nor
+adequate; messages whose shown k-hat gives their verdict.
 
-Cost: eight automatic fits of d <= 5 targets, about 40 s on two busy cores.
+Cost: nine automatic fits of d <= 5 targets and one of d = 24, about 90 s on two busy cores.
 """
 import dataclasses
 import json
@@ -262,6 +264,7 @@ def _hsgp_regression(m=20, n=60, seed=0):
     return from_numpyro(model, jnp.asarray(x), jnp.asarray(y))
 
 
+@pytest.mark.slow  # one automatic fit of a d = 24 NumPyro model and its mode search: ~10 s of CPU
 def test_approximate_gp_is_proper_and_its_gaussian_unreliable():
     from inertia.targets.mode import find_mode, inverse_factor, probe_unbounded
 
@@ -281,3 +284,15 @@ def test_approximate_gp_is_proper_and_its_gaussian_unreliable():
     # a factor 2 leaves room for the reference's own error (2-3 % Monte Carlo, its divergences)
     alpha = next(r for r in res.summary() if r["name"] == "alpha")
     assert alpha["sd"] < 0.5 * 1.55
+
+
+@pytest.mark.parametrize("k", [0.4996, 0.49999, 0.5, 0.5004, 0.6996, 0.7, 0.7004, 0.70001, 0.93])
+def test_the_message_never_contradicts_its_own_k_hat(k):
+    # the k-hat the text shows, read back, gives the verdict the text states
+    from inertia.vi.quality import message, verdict_of
+
+    q = {"khat": k, "num_draws": 16000, "ess": 900.0, "verdict": verdict_of(k)}
+    text = message(q)
+    said = float(text.split("Pareto k-hat ")[1].split(" ")[0])
+    assert text.startswith(f"approximation quality: {verdict_of(said)} (")
+    assert verdict_of(said) == q["verdict"]
