@@ -211,11 +211,14 @@ def test_second_look_is_half_the_fits_evaluations_within_its_bounds(gaussian_fit
     assert second_look_draws(with_evals(50_000, dim=1000)) == 8388  # 64 MiB of normals
 
 
-@pytest.mark.parametrize("khats, draws", [((0.55, 0.66, 0.72), 64000), ((0.55, 0.9), 16000),
-                                          ((0.55, 0.6), 16000), ((0.3,), 4000)])
-def test_a_third_look_only_where_k_hat_straddles_07(gaussian_fit, monkeypatch, khats, draws):
+@pytest.mark.parametrize("khats, draws", [
+    ((0.55, 0.66, 0.72), 64000), ((0.55, 0.45, 0.4), 64000), ((0.55, 0.9), 16000),
+    ((0.55, 0.6), 16000), ((0.45, 0.3), 16000), ((0.3,), 4000)])
+def test_a_third_look_only_where_k_hat_straddles_a_threshold(gaussian_fit, monkeypatch, khats,
+                                                             draws):
     # the looks' k-hats scripted: 0.66 at 16,000 draws is within its sd (1.66 / sqrt(380) = 0.085)
-    # of 0.7, 0.9 and 0.6 are not (0.6 is 1.2 sd below)
+    # of 0.7, 0.45 within its sd (0.074) of 0.5; 0.9 and 0.6 are not (0.6 is 1.2 sd from either);
+    # at 4000 draws 0.3 is 1.5 sd (0.11) below 0.5 and stops there, 0.45 is not
     t, res = gaussian_fit
     import inertia.vi.quality as quality
 
