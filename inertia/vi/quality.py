@@ -70,9 +70,12 @@ def shown(khat: float) -> str:
 
 
 def message(quality: dict) -> str:
-    """The plain-words line of a quality dict: verdict, k-hat, ESS and what to do."""
+    """The plain-words line of a quality dict: verdict, k-hat (+- its sampling sd), ESS and what
+    to do."""
     k, n = quality["khat"], quality["num_draws"]
     kt = "not finite" if k is None else shown(k)
+    sd = quality.get("khat_sd")
+    kt += f" +- {sd:.2f}" if k is not None and sd is not None and math.isfinite(sd) else ""
     head = (f"approximation quality: {quality['verdict']} (Pareto k-hat {kt} on {n} draws of q, "
             f"PSIS ESS {quality['ess']:.0f})")
     if quality["verdict"] == "adequate":

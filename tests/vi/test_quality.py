@@ -293,10 +293,12 @@ def test_approximate_gp_is_proper_and_its_gaussian_unreliable():
 @pytest.mark.parametrize("k", [0.4996, 0.49999, 0.5, 0.5004, 0.6996, 0.7, 0.7004, 0.70001, 0.93])
 def test_the_message_never_contradicts_its_own_k_hat(k):
     # the k-hat the text shows, read back, gives the verdict the text states
-    from inertia.vi.quality import message, verdict_of
+    from inertia.vi.quality import khat_sd, message, verdict_of
 
-    q = {"khat": k, "num_draws": 16000, "ess": 900.0, "verdict": verdict_of(k)}
+    q = {"khat": k, "num_draws": 16000, "ess": 900.0, "verdict": verdict_of(k),
+         "khat_sd": khat_sd(k, 16000)}
     text = message(q)
     said = float(text.split("Pareto k-hat ")[1].split(" ")[0])
     assert text.startswith(f"approximation quality: {verdict_of(said)} (")
     assert verdict_of(said) == q["verdict"]
+    assert f"+- {khat_sd(k, 16000):.2f} on 16000 draws" in text
