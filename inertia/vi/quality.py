@@ -42,7 +42,7 @@ from typing import Optional
 
 import numpy as np
 
-FIRST_DRAWS = 4000  # draws of q per seed of the first look (= results.build.FIT_DRAWS)
+FIRST_DRAWS = 4000  # draws of q per seed of the first look (as many as results.build.FIT_DRAWS)
 NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d = 1)
 SECOND_DRAWS = 16000  # draws of q per seed of the second look, at least
 BORDER_DRAWS = 64000  # draws of q per seed of the third look: k-hat within its sd of 0.5 or 0.7
