@@ -94,10 +94,26 @@ def test_no_upward_arrows():
     bad = []
     for mod, deps in import_graph().items():
         for dep in deps:
-            if dep == "inertia.cli" and mod != "inertia.__main__":
+            in_cli = dep == "inertia.cli" or dep.startswith("inertia.cli.")
+            if in_cli and mod != "inertia.__main__" and not mod.startswith("inertia.cli"):
                 bad.append((mod, dep))
             private = dep.startswith("inertia.experiments.") and \
                 dep.rpartition(".")[2].startswith("_")
             if private and not mod.startswith("inertia.experiments"):
                 bad.append((mod, dep))
     assert bad == []
+
+
+def test_the_command_line_is_one_package():
+    """Each command is a module of `inertia.cli`; no subpackage keeps a command line of its own."""
+    mods = import_graph()
+    assert {"inertia.cli.fit", "inertia.cli.sample", "inertia.cli.calibrate",
+            "inertia.cli.reproduce"} <= set(mods)
+    assert [m for m in mods if m.endswith(".cli") and m != "inertia.cli"] == []
+
+
+def test_the_tier_policy_imports_nothing_of_inertia():
+    """The compile-tier policy takes cost numbers: it reads no target, result or driver."""
+    assert import_graph()["inertia._tiers"] == set()
+    source = (ROOT / "_tiers.py").read_text()
+    assert "import jax" not in source
