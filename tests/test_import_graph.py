@@ -117,3 +117,32 @@ def test_the_tier_policy_imports_nothing_of_inertia():
     assert import_graph()["inertia._tiers"] == set()
     source = (ROOT / "_tiers.py").read_text()
     assert "import jax" not in source
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    return next(n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)
+                and n.name == name)
+
+
+def test_the_sampler_has_no_kernel_branches():
+    """`sample` runs whichever warm-up the kernel's registry entry names: sample.py never asks
+    whether a kernel is adjusted or whether its parameters were tuned."""
+    tree = ast.parse((ROOT / "mcmc" / "sample.py").read_text())
+    asked = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert not asked & {"adjusted", "tuned", "transition"}
+    assert not named & {"auto", "automatic", "adjusted"}
+    from inertia.mcmc.adaptation import SCHEMES
+    from inertia.mcmc.kernels import REGISTRY
+
+    assert {m.warmup for m in REGISTRY.values()} <= set(SCHEMES)
+
+
+def test_drivers_read_at_once():
+    """The public drivers are short enough to read at once (body lines, docstring excluded)."""
+    for path, name, limit in ((ROOT / "mcmc" / "sample.py", "sample", 40),
+                              (ROOT / "vi" / "fit.py", "fit", 75),
+                              (ROOT / "sgmcmc" / "calibrate.py", "calibrate", 45)):
+        fn = _function(path, name)
+        body = fn.body[1:] if isinstance(fn.body[0], ast.Expr) else fn.body
+        assert body[-1].end_lineno - body[0].lineno + 1 <= limit, name

@@ -66,17 +66,9 @@ def _run(args) -> int:
     mean, cov = res.moments(burn)
     dg = res.diagnostics
     if burn is not None and burn != res.burn_in_default:
-        from inertia.mcmc.sample import diagnose_result
+        from inertia.mcmc.sample import rediagnose
 
-        res.burn_in_default = burn
-        dg = res.diagnostics = diagnose_result(target, res)
-        if res.chains:  # the exact kernel's own verdict (divergences, acceptance) at this burn-in
-            from inertia.mcmc.adapt import TARGET_ACCEPT, chain_summary, verdict_problems
-
-            res.chains = chain_summary(res.info, int(round(burn * res.info["num_grads"].shape[1])))
-            accept = TARGET_ACCEPT if args.target_accept is None else args.target_accept
-            dg.problems.extend(verdict_problems(res.chains, accept, res.tuning,
-                                                unconverged=bool(dg.problems)))
+        dg = rediagnose(target, res, burn, args.target_accept)
     out = {"model": target.name, "method": res.method, "params": res.params,
            "chains": res.num_chains, "steps": res.num_steps, "thinning": res.thinning,
            "burn_in": res.burn_in_default, "grad_evals": res.grad_evals,
