@@ -455,11 +455,12 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
         # divergences make the verdict NOT CONVERGED however long the chains run
         if why != "halted" or np.asarray(carry[2]).any() or retries == MAX_RETRIES:
             break
-        again = scheme.readapt(m, w, carry[0], jax.random.fold_in(split3[0, 1], retries), params)
+        again = scheme.readapt(m, w, carry[0], jax.random.fold_in(split3[0, 1], retries), params,
+                               infos)
         if again is None:
             break
-        discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
-        params, state = again
+        params, state, spent = again
+        discarded += spent  # the halted attempt's gradients
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
     return Run(carry, chunks, infos, done, params, discarded)

@@ -73,8 +73,8 @@ class Scheme(NamedTuple):
     per chain, start position, start state, sampling run. `options`: the `sample` keywords it reads
     beyond the kernel's parameters. `rule`: the sampling run's `convergence.StopRule` options.
     `halted(infos)`: the per-step info of the sampling run so far says stop and warm up again.
-    `readapt(method, report, state, key, params)`: (Params, state) of a new warm-up from the
-    chains' states, or None. `account(method, report, info, discarded, num_steps, num_chains)`: the
+    `readapt(method, report, state, key, params, infos)`: (Params, state, gradients the halted
+    attempt spent, from its per-step `infos`) of a new warm-up from the chains' states, or None. `account(method, report, info, discarded, num_steps, num_chains)`: the
     `Accounting`. `summarise(info, burn)`: per-chain summary of the draws after a burn-in fraction
     (None where the kernel has none). `problems(chains, target_accept, tuning, unconverged)`: the
     verdict's reasons beyond R-hat and ESS."""
@@ -109,7 +109,7 @@ def never(infos) -> bool:
     return False
 
 
-def no_readapt(method, report, state, key, params):
+def no_readapt(method, report, state, key, params, infos):
     """`Scheme.readapt` of a scheme that never warms up again."""
     return None
 

@@ -53,11 +53,14 @@ def halted(infos) -> bool:
     return any(np.asarray(i["diverging"]).any() for i in infos)
 
 
-def readapt(method, report, state, key, params):
-    """Stage 2 again from the chains' states at a raised target acceptance (tuned runs only)."""
+def readapt(method, report, state, key, params, infos):
+    """Stage 2 again from the chains' states at a raised target acceptance (tuned runs only):
+    (Params, states, gradients of the halted attempt)."""
     if report.tuning is None:
         return None
-    return adapt.readapt(method, report.run_fn, state, key, params, report.tuning)
+    spent = int(sum(np.sum(i["num_grads"]) for i in infos))
+    params, state = adapt.readapt(method, report.run_fn, state, key, params, report.tuning)
+    return params, state, spent
 
 
 def summarise(info, burn: float) -> dict:
