@@ -294,6 +294,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
            target_accept: Optional[float] = None, frame: str = "auto") -> SampleResult:
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
+    Validate, warm up (the scheme the method's registry entry names, `Method.warmup`:
+    `inertia.mcmc.adaptation`), run until converged, diagnose, return the result.
     The default method "hfhr-exact" is exact (Metropolis-adjusted HFHR, invariant law pi x N):
     with step_size, gamma, alpha and num_leapfrog all None its warm-up (`inertia.mcmc.adapt`) fits
     the same preconditioner, sets h by dual averaging to `target_accept` (default 0.8) and the
@@ -335,9 +337,11 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     from ..progress import progress as progress_bar
 
     bar = progress_bar(f"sample {m.name}", progress)
-    state, params, w = scheme.run(target, m, split3, Settings(
-        num_chains, step_size, gamma, alpha, num_leapfrog, target_accept, precondition, bias_tol,
-        init, seed, frame), bar)
+    settings = Settings(num_chains, step_size=step_size, gamma=gamma, alpha=alpha,
+                        num_leapfrog=num_leapfrog, target_accept=target_accept,
+                        precondition=precondition, bias_tol=bias_tol, init=init, seed=seed,
+                        frame=frame)
+    state, params, w = scheme.run(target, m, split3, settings, bar)  # warm-up
     run = _sample_until_converged(target, m, scheme, state, params, w, split3,
                                   num_steps=num_steps, thinning=thinning, target_ess=target_ess,
                                   max_steps=max_steps, names=names, bar=bar, progress=progress)

@@ -102,3 +102,29 @@ def test_the_runner_applies_a_policy_and_reports_the_kernels_own_step():
     assert loop.counters["recoveries"] == 2 and not np.array_equal(loop.keys, keys)
     assert loop.queue == [(i, 1, 10) for i in range(10, 100, 10)]
     assert not runner.apply(loop, widen.unchanged)  # no event: nothing to do
+
+
+def test_reestimation_counts_its_hessian_products_and_rebuilds_only_when_beta_moved(monkeypatch):
+    import inertia.targets.curvature as curvature
+
+    t = kappa_family(2, 4.0)
+    measured = {"b": 1.5 * t.beta}
+    monkeypatch.setattr(curvature, "bounds_under",
+                        lambda target, m, L, seed: (0.25, measured["b"], 6))
+    policy = widen.reestimation(curvature=object())
+    s = _state(checkpoints=widen.REESTIMATE_EVERY, target=t, set_bounds=(t.alpha, t.beta),
+               final=(np.zeros((1, 2)), np.eye(2)[None]),
+               covariance=lambda ms, As: np.stack([np.eye(2)] * len(ms)))
+    new, events = policy(s)  # beta within REBUILD_RATIO: the same kernel, the products counted
+    assert events == [] and new.hvps == 6 and new.target is t and not new.restart
+    measured["b"] = 10 * t.beta
+    new, events = policy(s)
+    assert new.hvps == 6 and new.restart and new.target.beta == 10 * t.beta
+    assert new.target.alpha == 0.25
+    assert new.set_bounds == (0.25, 10 * t.beta)  # the union of the old and new bounds
+    assert events[0]["event"] == "bounds re-estimated"
+    assert events[0]["previous"] == [t.alpha, t.beta]
+    assert policy(s._replace(checkpoints=widen.REESTIMATE_EVERY + 1)) == (s._replace(
+        checkpoints=widen.REESTIMATE_EVERY + 1), [])  # only every REESTIMATE_EVERY checkpoints
+    assert policy(s._replace(averaging_from=10))[1] == []  # never while averaging
+    assert widen.reestimation(None)(s) == (s, [])  # given bounds
