@@ -179,11 +179,6 @@ class Runner:
             self.run_block = _block_fn(lambda p, k=self.kernel: k)
         self.compiled = {}
 
-    def rescale(self, factor: float):
-        """Divide the step by `factor` (s by its square root) and rebuild."""
-        self.eta_scale /= factor
-        self.build()
-
     def _wrap(self, kernel):
         """The built kernel with float64 starts cast to the run's dtype and momentum restart."""
         if self.dtype != "float64":  # starts and restarts arrive in float64
