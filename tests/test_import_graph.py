@@ -94,10 +94,55 @@ def test_no_upward_arrows():
     bad = []
     for mod, deps in import_graph().items():
         for dep in deps:
-            if dep == "inertia.cli" and mod != "inertia.__main__":
+            in_cli = dep == "inertia.cli" or dep.startswith("inertia.cli.")
+            if in_cli and mod != "inertia.__main__" and not mod.startswith("inertia.cli"):
                 bad.append((mod, dep))
             private = dep.startswith("inertia.experiments.") and \
                 dep.rpartition(".")[2].startswith("_")
             if private and not mod.startswith("inertia.experiments"):
                 bad.append((mod, dep))
     assert bad == []
+
+
+def test_the_command_line_is_one_package():
+    """Each command is a module of `inertia.cli`; no subpackage keeps a command line of its own."""
+    mods = import_graph()
+    assert {"inertia.cli.fit", "inertia.cli.sample", "inertia.cli.calibrate",
+            "inertia.cli.reproduce"} <= set(mods)
+    assert [m for m in mods if m.endswith(".cli") and m != "inertia.cli"] == []
+
+
+def test_the_tier_policy_imports_nothing_of_inertia():
+    """The compile-tier policy takes cost numbers: it reads no target, result or driver."""
+    assert import_graph()["inertia._tiers"] == set()
+    source = (ROOT / "_tiers.py").read_text()
+    assert "import jax" not in source
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    return next(n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef)
+                and n.name == name)
+
+
+def test_the_sampler_has_no_kernel_branches():
+    """`sample` runs whichever warm-up the kernel's registry entry names: sample.py never asks
+    whether a kernel is adjusted or whether its parameters were tuned."""
+    tree = ast.parse((ROOT / "mcmc" / "sample.py").read_text())
+    asked = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+    named = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert not asked & {"adjusted", "tuned", "transition"}
+    assert not named & {"auto", "automatic", "adjusted"}
+    from inertia.mcmc.adaptation import SCHEMES
+    from inertia.mcmc.kernels import REGISTRY
+
+    assert {m.warmup for m in REGISTRY.values()} <= set(SCHEMES)
+
+
+def test_drivers_read_at_once():
+    """The public drivers are short enough to read at once (body lines, docstring excluded)."""
+    for path, name, limit in ((ROOT / "mcmc" / "sample.py", "sample", 40),
+                              (ROOT / "vi" / "fit.py", "fit", 75),
+                              (ROOT / "sgmcmc" / "calibrate.py", "calibrate", 45)):
+        fn = _function(path, name)
+        body = fn.body[1:] if isinstance(fn.body[0], ast.Expr) else fn.body
+        assert body[-1].end_lineno - body[0].lineno + 1 <= limit, name

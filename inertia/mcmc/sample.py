@@ -7,7 +7,6 @@ import math
 from typing import NamedTuple, Optional
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _warnings
@@ -16,9 +15,9 @@ from .. import convergence
 from .._random import check_seed
 from .._scope import entry_point, float64_methods
 from ..progress import warn_long_run
-from . import chains, gradcheck
-from .kernels import Method, Params, get_method
-from .start import start as _start
+from . import blocks
+from .adaptation import Report, Settings, get_scheme
+from .kernels import Params, get_method
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -180,115 +179,11 @@ class SampleResult:
         return sample_repr(self)
 
 
-def _runner(method: Method, grad_fn, num_draws: int, thinning: int):
-    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps. Adjusted kernels
-    take their (V, grad V) function as a pytree argument (`adapt.frame_value_and_grad`), so one
-    compilation serves every preconditioning frame of the same shapes."""
-    if method.adjusted:
-        run = _cached_fn_runner(method, int(num_draws), int(thinning))
-        return lambda carry, params: run(carry, params, grad_fn)
-    return _cached_runner(method, grad_fn, int(num_draws), int(thinning))
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_fn_runner(method, num_draws, thinning):
-    def one_chain(carry, params, fn):
-        return _chain_scan(method, fn, num_draws, thinning)(carry, params)
-
-    return _compile.jit(jax.vmap(one_chain, in_axes=(0, None, None)), hot=True)
-
-
-@functools.lru_cache(maxsize=32)
-def _cached_runner(method, grad_fn, num_draws, thinning):
-    return _compile.jit(jax.vmap(_chain_scan(method, grad_fn, num_draws, thinning), in_axes=(0, None)),
-                        hot=True)
-
-
-def _chain_scan(method, grad_fn, num_draws, thinning):
-    """One chain: a scan over draws of a scan over `thinning` steps, recording positions and info."""
-    def one_chain(carry, params):
-        coeffs = method.prepare(params)
-
-        def inner(c, _):
-            state, key, div, k = c
-            key, sub = jax.random.split(key)
-            new, info = method.step(sub, state, coeffs, grad_fn)
-            ok = info.is_finite & (div == 0)
-            state = jax.tree_util.tree_map(lambda a, b: jnp.where(ok, a, b), new, state)
-            div = jnp.where((div == 0) & ~info.is_finite, k + 1, div)
-            return (state, key, div, k + 1), info
-
-        def record(c):
-            return jnp.where(c[2] == 0, c[0].position, jnp.nan)
-
-        if thinning == 1:
-            def every(c, _):
-                c, info = inner(c, None)
-                return c, (record(c), info)
-
-            return jax.lax.scan(every, carry, None, length=num_draws)
-
-        def outer(c, _):
-            c, infos = jax.lax.scan(inner, c, None, length=thinning)
-            return c, (record(c), infos)
-
-        return jax.lax.scan(outer, carry, None, length=num_draws)
-
-    return one_chain
-
-
 @functools.lru_cache(maxsize=8)
 def _chain_keys(num_chains: int):
     """seed -> (num_chains, 3, 2) keys: split(split(PRNGKey(seed), num_chains)[c], 3), one program."""
     return _compile.jit(lambda seed: jax.vmap(lambda k: jax.random.split(k, 3))(
         jax.random.split(jax.random.PRNGKey(seed), num_chains)))
-
-
-def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=None) -> Params:
-    """Fill parameters left as None with `tuning.default_parameters` (from the curvature bounds)."""
-    if step_size is None or (gamma is None and "gamma" in method.uses) or (
-            alpha is None and "alpha" in method.uses):
-        from .tuning import default_parameters
-
-        d = default_parameters(target, method.name)
-        step_size = d["step_size"] if step_size is None else step_size
-        gamma = d.get("gamma") if gamma is None else gamma
-        alpha = d.get("alpha") if alpha is None else alpha
-    return Params(float(step_size), float(1.0 if gamma is None else gamma),
-                  float(0.0 if alpha is None else alpha))
-
-
-def check_stability(target, method: Method, params: Params):
-    """Clear errors for invalid or unstable parameters (alpha h L >= 2; exact check on Gaussians)."""
-    msg = method.check(params, target.beta)
-    if msg:
-        raise ValueError(f"{method.name}: {msg}")
-    info = getattr(target, "info", None) or {}
-    if "precision" in info and method.transition is not None and target.dim <= 2000:
-        from .gaussian import GaussianDiagnostics
-
-        rho = GaussianDiagnostics(target).contraction_rate(
-            method, step_size=params.step_size, gamma=params.gamma, alpha=params.alpha)
-        if not rho < 1.0:
-            raise ValueError(
-                f"{method.name}: step_size={params.step_size:g}, gamma={params.gamma:g}, "
-                f"alpha={params.alpha:g} give an unstable chain on this Gaussian target (exact "
-                f"contraction rate {rho:.6g} >= 1); reduce step_size or raise gamma")
-
-
-def _initial_positions(target, init, keys):
-    d = target.dim
-    n = keys.shape[0]
-    if init is None:
-        return jax.vmap(lambda k: jax.random.normal(k, (d,), dtype=jnp.float64))(keys)
-    x = np.asarray(init, dtype=np.float64)
-    if x.shape == (d,):
-        return _compile.device(np.broadcast_to(x, (n, d)))
-    if x.shape == (n, d):
-        return x
-    raise ValueError(f"init must have shape ({d},) or (num_chains, {d}) = ({n}, {d}); got {x.shape}")
-
-
 
 
 def _fmt_params(p: dict) -> str:
@@ -385,43 +280,6 @@ def summary_draws(target, draws, names):
     return draws, names
 
 
-def _advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=None):
-    """Run num_draws draws in compiled blocks of `block` draws; returns carry, draws, info dict."""
-    draws, infos, done = [], [], 0
-    shared = m.adjusted and thinning == 1  # the warm-up's compiled program, in sampling mode
-    while done < num_draws:
-        n = min(block, num_draws - done)
-        if shared:
-            n = min(n, chains.BLOCK)
-            ch, _, (pos, info) = chains.run_block(m, grad_fn, chains.Chains(*carry), None,
-                                                  chains.sampling(jparams, n))
-            carry = tuple(ch)
-            pos, info = np.swapaxes(pos, 0, 1), jax.tree_util.tree_map(lambda a: a.T, info)
-        else:
-            carry, (pos, info) = _runner(m, grad_fn, n, thinning)(carry, jparams)
-        draws.append(np.asarray(pos))
-        nc = draws[-1].shape[0]
-        infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape(nc, -1), info))
-        done += n
-        if progress is not None:
-            progress(n)
-    info = {k: np.concatenate([getattr(i, k) for i in infos], axis=1) for k in infos[0]._fields}
-    return carry, np.concatenate(draws, axis=1), info
-
-
-def _params_of(d: dict) -> Params:
-    return Params(float(d["step_size"]), float(d.get("gamma", 1.0)), float(d.get("alpha", 0.0)))
-
-
-def _model_fn(m: Method, target):
-    """What the kernel's step takes: grad V, or (V, grad V) for adjusted kernels."""
-    if m.adjusted:
-        from .adapt import value_and_grad_fn
-
-        return value_and_grad_fn(target)
-    return target.grad
-
-
 DEFAULT_TARGET_ESS = 400.0
 DEFAULT_METHOD = "hfhr-exact"
 MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance after divergences
@@ -436,6 +294,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
            target_accept: Optional[float] = None, frame: str = "auto") -> SampleResult:
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
+    Validate, warm up (the scheme the method's registry entry names, `Method.warmup`:
+    `inertia.mcmc.adaptation`), run until converged, diagnose, return the result.
     The default method "hfhr-exact" is exact (Metropolis-adjusted HFHR, invariant law pi x N):
     with step_size, gamma, alpha and num_leapfrog all None its warm-up (`inertia.mcmc.adapt`) fits
     the same preconditioner, sets h by dual averaging to `target_accept` (default 0.8) and the
@@ -472,43 +332,49 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     resources.check_draws(num_chains, num_steps, thinning, target.dim)  # before any work
     warn_long_run(max_steps if target_ess is not None and max_steps else num_steps)
     names = parameter_names(target, names)
-    auto = step_size is None and gamma is None and alpha is None and num_leapfrog is None
+    scheme = get_scheme(m.warmup)  # the registry entry's warm-up
     split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
     from ..progress import progress as progress_bar
 
     bar = progress_bar(f"sample {m.name}", progress)
-    bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
-    w = _warm_up(target, m, auto, split3, num_chains=num_chains, step_size=step_size,
-                 gamma=gamma, alpha=alpha, num_leapfrog=num_leapfrog,
-                 target_accept=target_accept, precondition=precondition, bias_tol=bias_tol,
-                 init=init, seed=seed, frame=frame)
-    # the automatic path: V and grad V agree before a long run (given parameters run as given)
-    checked = gradcheck.check_gradient(w.target, w.state.position, seed) if auto else 0
-    run = _sample_until_converged(target, m, w, split3, auto=auto, num_steps=num_steps,
-                                  thinning=thinning, target_ess=target_ess,
+    settings = Settings(num_chains, step_size=step_size, gamma=gamma, alpha=alpha,
+                        num_leapfrog=num_leapfrog, target_accept=target_accept,
+                        precondition=precondition, bias_tol=bias_tol, init=init, seed=seed,
+                        frame=frame)
+    state, params, w = scheme.run(target, m, split3, settings, bar)  # warm-up
+    run = _sample_until_converged(target, m, scheme, state, params, w, split3,
+                                  num_steps=num_steps, thinning=thinning, target_ess=target_ess,
                                   max_steps=max_steps, names=names, bar=bar, progress=progress)
     bar.close()
     _check_divergence(m, run, thinning, on_divergence)
-    res = _result(target, m, w, run, auto=auto, thinning=thinning, seed=seed, names=names,
-                  checked=checked)
+    res = _result(target, m, scheme, w, run, thinning=thinning, seed=seed, names=names)
     if diagnostics:
-        res.diagnostics = _diagnose(target, m, w, res)
+        res.diagnostics = _diagnose(target, m, scheme, w, res)
     return res
 
 
-def _diagnose(target, m, w, res: SampleResult):
-    """The kept draws' diagnostics with the exact kernel's divergence and acceptance problems
-    (None with fewer than 4 kept draws); a warning when not converged."""
+def _diagnose(target, m, scheme, w, res: SampleResult):
+    """The kept draws' diagnostics with the warm-up scheme's own problems (the exact kernel's
+    divergences and acceptance; None with fewer than 4 kept draws); a warning when not converged."""
     if res.draws.shape[1] - int(round(w.burn * res.draws.shape[1])) < 4:
         return None
     dg = diagnose_result(target, res)
-    if m.adjusted:
-        from .adapt import verdict_problems
-
-        dg.problems.extend(verdict_problems(res.chains, w.target_accept, w.tuning,
-                                            unconverged=bool(dg.problems)))
+    dg.problems.extend(scheme.problems(res.chains, w.target_accept, w.tuning,
+                                       unconverged=bool(dg.problems)))
     if not dg.converged:
         _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+    return dg
+
+
+def rediagnose(target, res: SampleResult, burn_in: float, target_accept=None):
+    """`res` diagnosed again after another burn-in fraction: its diagnostics, per-chain summary and
+    the warm-up scheme's own problems (the exact kernel's divergences and acceptance)."""
+    scheme = get_scheme(get_method(res.method).warmup)
+    res.burn_in_default = burn_in
+    dg = res.diagnostics = diagnose_result(target, res)
+    res.chains = scheme.summarise(res.info, burn_in)
+    dg.problems.extend(scheme.problems(res.chains, target_accept, res.tuning,
+                                       unconverged=bool(dg.problems)))
     return dg
 
 
@@ -518,7 +384,8 @@ def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, targ
     run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
     if num_leapfrog is not None and "num_leapfrog" not in m.uses:
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
-    if target_accept is not None and not (m.adjusted and 0.0 < target_accept < 1.0):
+    if target_accept is not None and not (
+            "target_accept" in get_scheme(m.warmup).options and 0.0 < target_accept < 1.0):
         raise ValueError("target_accept must be in (0, 1) and applies to the exact kernel only")
     seed = check_seed(seed)
     if num_steps is None:  # run until the diagnostics can pass (Vehtari et al. 2021: ESS >= 400)
@@ -540,106 +407,6 @@ def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, targ
     return seed, num_steps, target_ess
 
 
-class WarmUp(NamedTuple):
-    """What a warm-up hands the sampling run: the kernel's function of the target the chains run
-    on (whitened or not), their states and parameters, the preconditioner (mean, factor) or None,
-    the tuning report, the bias estimate, the compiled block length, warm-up gradients (per chain;
-    all chains), the burn-in fraction and the exact kernel's target acceptance."""
-
-    run_fn: object
-    state: object
-    params: Params
-    pre: Optional[tuple]
-    tuning: Optional[dict]
-    bias: Optional[dict]
-    block: int
-    warm_grads: int
-    total_warm: int
-    burn: float
-    target_accept: Optional[float]
-    target: object = None  # the target the chains run on (whitened or not)
-
-
-def _warm_up(target, m, auto, split3, *, num_chains, step_size, gamma, alpha, num_leapfrog,
-             target_accept, precondition, bias_tol, init, seed, frame="auto") -> WarmUp:
-    """The exact kernel's adaptation (`adapt`), the unadjusted schemes' tuning (`warmup`), or
-    the given parameters: chain states, parameters and the report."""
-    if m.adjusted:
-        from .adapt import TARGET_ACCEPT, run_adaptation
-
-        tune_step = target_accept is None  # a given target acceptance keeps its step size
-        target_accept = TARGET_ACCEPT if target_accept is None else float(target_accept)
-        if not auto:
-            return _given_exact(target, m, split3, num_chains, step_size, gamma, alpha,
-                                num_leapfrog, init, target_accept)
-        run_target, fit, params, state, run_fn, tuning = run_adaptation(
-            target, m, num_chains, split3[0, 0], precondition=precondition, init=init,
-            seed=seed, target_accept=target_accept, tune_step=tune_step, frame=frame)
-        return WarmUp(run_fn, state, params, (fit.mean, fit.factor), tuning, None, 1000,
-                      int(fit.grad_evals + round(tuning["chain_grad_evals"] / num_chains)),
-                      int(tuning["grad_evals"]), 0.0, target_accept, run_target)
-    if auto:
-        return _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed)
-    params = resolve_params(target, m, step_size, gamma, alpha)
-    check_stability(target, m, params)
-    q0 = _initial_positions(target, init, split3[:, 0])
-    state = _start(m, target.grad, q0, split3[:, 1])
-    return WarmUp(_model_fn(m, target), state, params, None, None,
-                  _gaussian_bias(target, m, params), 1000, 0, 0, 0.5, None, target)
-
-
-def _given_exact(target, m, split3, num_chains, step_size, gamma, alpha, num_leapfrog, init,
-                 target_accept) -> WarmUp:
-    """The exact kernel at given parameters (gamma, alpha default to 0, num_leapfrog to 1)."""
-    if step_size is None:
-        raise ValueError(f"{m.name}: pass step_size (gamma, alpha default to 0, "
-                         "num_leapfrog to 1), or none of them for the automatic warm-up")
-    params = Params(float(step_size), float(gamma or 0.0), float(alpha or 0.0),
-                    float(1.0 if num_leapfrog is None else num_leapfrog))
-    msg = m.check(params, None)
-    if msg:
-        raise ValueError(f"{m.name}: {msg}")
-    run_fn = _model_fn(m, target)
-    q0 = _initial_positions(target, init, split3[:, 0])
-    state = _start(m, run_fn, q0, split3[:, 1])
-    return WarmUp(run_fn, state, params, None, None, None, 1000, 0, num_chains, 0.5,
-                  target_accept, target)  # total_warm: the initial gradients
-
-
-def _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed) -> WarmUp:
-    """The unadjusted schemes' warm-up (`warmup.run_warmup`): preconditioner, (h, gamma, alpha)
-    tuned on the whitened curvature, h vs h/2 bias checks run with this module's chains."""
-    if m.transition is None:
-        raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
-                         "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
-    from .warmup import BLOCK, run_warmup
-
-    zeros = np.zeros(num_chains, dtype=np.int64)
-
-    def wrunner(wt, pd, start, key, steps):
-        p = Params(*(None if v is None else _compile.device(v, np.float64)
-                     for v in _params_of(pd)))
-        ks = jax.random.split(key, 2 * num_chains)
-        st = _start(m, wt.grad, start, ks[:num_chains]) if not hasattr(start, "grad") else start
-        c = (st, ks[num_chains:], zeros, zeros)
-        c, dr, _ = _advance(m, wt.grad, c, p, steps, 1, BLOCK)
-        return c[0], dr, np.asarray(c[2]) > 0
-
-    run_target, fit, tuned, state, tuning = run_warmup(
-        target, m, num_chains, split3[0, 0], precondition=precondition, bias_tol=bias_tol,
-        init=init, runner=wrunner, seed=seed)
-    warm_grads = int(tuning["grad_evals"])
-    chain_warm = warm_grads - int(tuning["fit"]["grad_evals"]) - 2 * int(tuning["hvp_evals"])
-    chk = tuning["bias_checks"][-1] if tuning["bias_checks"] else {}
-    bias = {"where": "preconditioned curvature", "sd_rel_exact_gaussian": tuned["sd_bias"],
-            "mean_exact_gaussian": 0.0, "warmup_bias_mean": chk.get("rms_bias_mean"),
-            "warmup_bias_sd": chk.get("rms_bias_sd"), "warmup_p_mean": chk.get("p_mean"),
-            "warmup_p_sd": chk.get("p_sd")}
-    return WarmUp(_model_fn(m, run_target), state, _params_of(tuned), (fit.mean, fit.factor),
-                  tuning, bias, BLOCK, warm_grads,
-                  warm_grads - chain_warm + num_chains * chain_warm, 0.0, None, run_target)
-
-
 class Run(NamedTuple):
     """The sampling run: final chains (state, keys, diverged_at, count), draws and per-step info
     of its last attempt, kept draws run, parameters, and gradients of attempts discarded."""
@@ -652,22 +419,19 @@ class Run(NamedTuple):
     discarded: int
 
 
-def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, thinning,
-                            target_ess, max_steps, names, bar, progress) -> Run:
-    """`convergence.run_until_converged` over compiled blocks; after warm-up divergences the exact
-    kernel warms up again at a higher target acceptance (at most MAX_RETRIES)."""
+def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
+                            thinning, target_ess, max_steps, names, bar, progress) -> Run:
+    """`convergence.run_until_converged` over compiled blocks; when the scheme halts the run
+    (the exact kernel's divergences) it warms up again (`Scheme.readapt`, at most MAX_RETRIES)."""
     zeros = np.zeros(split3.shape[0], dtype=np.int64)
-    carry = (w.state, split3[:, 2], zeros, zeros)
-    params = w.params
+    carry = (state, split3[:, 2], zeros, zeros)
     jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
     convergence.prefetch()  # ArviZ loads while the chains run (started in the warm-up if any)
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
     block = max(1, min(goal, math.ceil(w.block / thinning)))
     bar.phase("sampling", total=goal * thinning)
-    # exact kernel: tail ESS and MCSE(sd) too, and an early ESS estimate is noisy: at most 4x
-    rule = convergence.StopRule(target_ess, cap=cap, block=block,
-                                max_growth=4.0 if m.adjusted else None, strict=m.adjusted)
+    rule = convergence.StopRule(target_ess, cap=cap, block=block, **scheme.rule)
 
     def show(n):
         bar.update(n * thinning)
@@ -677,13 +441,10 @@ def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, th
         chunks, infos, run = [], [], {"carry": carry}
 
         def advance(n):
-            run["carry"], dr, inf = _advance(m, w.run_fn, run["carry"], jparams, n, thinning,
-                                             block, show if progress else None)
+            run["carry"], dr, inf = blocks.advance(m, w.run_fn, run["carry"], jparams, n, thinning,
+                                                   block, show if progress else None)
             chunks.append(dr)
             infos.append(inf)
-
-        def diverging():
-            return m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos)
 
         def judged():
             x = _to_x(np.concatenate(chunks, axis=1), w.pre)
@@ -691,19 +452,19 @@ def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, th
 
         done, why = convergence.run_until_converged(
             advance, goal, rule, view=judged,
-            halt=lambda: bool(np.asarray(run["carry"][2]).any()) or diverging(),
+            halt=lambda: bool(np.asarray(run["carry"][2]).any()) or scheme.halted(infos),
             on_judge=lambda j: bar.update(0, min_ess=round(j.ess), max_rhat=j.rhat),
             on_extend=lambda g: bar.extend(g * thinning))
         carry = run["carry"]
         # divergences make the verdict NOT CONVERGED however long the chains run
-        if (why != "halted" or np.asarray(carry[2]).any() or not auto
-                or retries == MAX_RETRIES):
+        if why != "halted" or np.asarray(carry[2]).any() or retries == MAX_RETRIES:
             break
-        from .adapt import readapt
-
-        discarded += int(sum(np.sum(i["num_grads"]) for i in infos))
-        params, state = readapt(m, w.run_fn, carry[0],
-                                jax.random.fold_in(split3[0, 1], retries), params, w.tuning)
+        again = scheme.readapt(m, w, carry[0], jax.random.fold_in(split3[0, 1], retries), params,
+                               infos)
+        if again is None:
+            break
+        params, state, spent = again
+        discarded += spent  # the halted attempt's gradients
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
     return Run(carry, chunks, infos, done, params, discarded)
@@ -726,41 +487,24 @@ def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
     _warnings.warn(msg + "; later draws of diverged chains are NaN", RuntimeWarning)
 
 
-def _result(target, m, w: WarmUp, run: Run, *, auto, thinning, seed, names,
-            checked=0) -> SampleResult:
+def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) -> SampleResult:
     """The SampleResult of a run: draws in the target's coordinates, per-step info, gradients
-    counted once (per chain, warm-up with the gradient check's `checked`, in all)."""
+    counted once by the warm-up scheme (per chain, warm-up with the gradient check's, in all)."""
     num_chains = run.carry[2].shape[0]
     num_steps = run.done * thinning
     info = {k: np.concatenate([i[k] for i in run.infos], axis=1) for k in run.infos[0]}
-    warm_grads, total_warm = w.warm_grads, w.total_warm
-    if m.adjusted:
-        from .adapt import chain_summary
-
-        chains = chain_summary(info, int(round(w.burn * info["num_grads"].shape[1])))
-        per_chain = np.asarray(chains["grad_evals"])
-        grad_evals = int(round(float(np.mean(per_chain)))) + (0 if auto else 1)
-        total = total_warm + int(per_chain.sum()) + run.discarded
-        if auto:
-            total_warm = int(w.tuning["grad_evals"]) + run.discarded
-            warm_grads = int(w.tuning["fit"]["grad_evals"] + round(
-                (w.tuning["chain_grad_evals"] + run.discarded) / num_chains))
-            total = total_warm + int(per_chain.sum())
-    else:
-        chains = None
-        grad_evals = 1 + m.grads_per_step * int(num_steps)
-        total = (total_warm if auto else 0) + num_chains * grad_evals
+    counts = scheme.account(m, w, info, run.discarded, num_steps, num_chains)
     from ..results.build import model_info
 
     return SampleResult(
         draws=_to_x(np.concatenate(run.chunks, axis=1), w.pre), info=info, method=m.name,
         params={k: v for k, v in run.params._asdict().items() if k in m.uses},
         num_steps=int(num_steps), thinning=int(thinning),
-        grad_evals=grad_evals, seed=int(seed), diverged_at=np.asarray(run.carry[2]),
+        grad_evals=counts.grad_evals, seed=int(seed), diverged_at=np.asarray(run.carry[2]),
         final_state=jax.tree_util.tree_map(np.asarray, run.carry[0]), tuning=w.tuning,
-        bias=w.bias, names=names, burn_in_default=w.burn, chains=chains,
-        warmup_grad_evals=warm_grads + int(round(checked / num_chains)),
-        preconditioner=w.pre, total_grad_evals=int(total) + int(checked),
+        bias=w.bias, names=names, burn_in_default=w.burn, chains=counts.chains,
+        warmup_grad_evals=counts.warmup_grad_evals + int(round(w.checked / num_chains)),
+        preconditioner=w.pre, total_grad_evals=counts.total_grad_evals + int(w.checked),
         model_info=model_info(target))
 
 
@@ -786,21 +530,3 @@ def _to_x(z, pre):
     return np.asarray(mean) + np.einsum("cnj,ij->cni", z, np.asarray(factor))
 
 
-def _gaussian_bias(target, m, params):
-    """Exact stationary sd error of given parameters on a Gaussian target (None otherwise)."""
-    info = getattr(target, "info", None) or {}
-    if "precision" not in info or m.transition is None or target.dim > 2000:
-        return None
-    from .gaussian import GaussianDiagnostics
-
-    diag = GaussianDiagnostics(target)
-    try:
-        A, Q = diag.coordinate_maps(m, step_size=params.step_size, gamma=params.gamma,
-                                    alpha=params.alpha)
-        st = diag.stationary(m, step_size=params.step_size, gamma=params.gamma, alpha=params.alpha)
-    except ValueError:
-        return None
-    var_q = np.diag(diag.U.T @ st.cov @ diag.U)
-    err = float(np.max(np.abs(np.sqrt(var_q * diag.lam) - 1.0)))
-    return {"where": "target's exact curvature", "sd_rel_exact_gaussian": err,
-            "mean_exact_gaussian": 0.0}

@@ -344,7 +344,45 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     from .._random import check_seed
 
     seed = check_seed(seed)
-    kw = dict(model_kw)
+    motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
+                  momentum=momentum)
+    m, lm, fixed, target_ess, settings = _validate(
+        model, data, dict(model_kw), large=large, devices=devices, chunk=chunk,
+        num_steps=num_steps, target_ess=target_ess, tuning=tuning, seed=seed, thin=thin,
+        init=init, num_chains=num_chains, subsample=subsample, **motion)
+    t0 = time.perf_counter()
+    curv, sharded, t0 = _curvature(m, lm, devices=devices, chunk=chunk, subsample=subsample,
+                                   seed=seed, quad_rows=quad_rows, t0=t0)
+    t1 = time.perf_counter()
+    tun = tune(curv, method=tuning, **motion)  # the warm-up: Lambda, and the law it predicts
+    st = stationary(curv, tun.Lambda, **motion)
+    tau = iat(st)
+    t2 = time.perf_counter()
+    k_init, k_run = jax.random.split(jax.random.key(seed))
+    starts = _starts(curv, st, init, num_chains, k_init)
+    draws, burn_in, thin, num_steps = _run_chains(
+        m, lm, sharded, tun.Lambda, tau, starts, k_run, fixed=fixed, num_steps=num_steps,
+        burn_in=burn_in, thin=thin, target_ess=target_ess, max_steps=max_steps,
+        num_chains=num_chains, **motion)
+    settings.update(burn_in=int(burn_in), thin=int(thin), num_steps=int(num_steps))
+    t3 = time.perf_counter()
+    check = _covariance_check(draws, st, tau, thin, level)
+    diag = (shared_diagnostics.diagnose(draws, names) if draws.shape[1] >= 4 else None)
+    if diag is not None and not diag.converged:
+        _warnings.warn("SG(L)D chains: " + diag.verdict(), RuntimeWarning)
+    seconds = {"offline": t1 - t0, "lambda": tun.seconds, "predict": t2 - t1,
+               "sampling": t3 - t2}
+    return CalibrationResult(draws=draws, Lambda=tun.Lambda, theta_hat=curv.theta_hat,
+                             sandwich=curv.sandwich, target_cov=tun.target_cov,
+                             predicted_cov=st.cov, iat=tau, tuning=tun, curvature=curv,
+                             settings=settings, seconds=seconds, diagnostics=diag, **check)
+
+
+def _validate(model, data, kw, *, large, devices, chunk, num_steps, target_ess, tuning, seed,
+              thin, init, num_chains, subsample, batch_size, temperature, replacement,
+              momentum) -> tuple:
+    """The model (in memory or a LargeGLM), clear errors for invalid arguments, and the run's
+    settings: (model, LargeGLM or None, fixed length?, target_ess, settings)."""
     lm = _resolve_large(model, data, kw, large if devices is None else True, chunk)
     if lm is None and devices is not None:
         raise ValueError("devices= needs a GLM given by name with (X, y), a file or a row source")
@@ -365,40 +403,30 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     _check_args(m, num_steps=num_steps, target_ess=target_ess, thin=thin, num_chains=num_chains,
                 momentum=momentum, temperature=temperature, batch_size=batch_size,
                 subsample=subsample)
-    t0 = time.perf_counter()
-    curv, sharded, t0 = _curvature(m, lm, devices=devices, chunk=chunk, subsample=subsample,
-                                   seed=seed, quad_rows=quad_rows, t0=t0)
-    t1 = time.perf_counter()
-    motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
-                  momentum=momentum)
-    tun = tune(curv, method=tuning, **motion)
-    st = stationary(curv, tun.Lambda, **motion)
-    tau = iat(st)
-    t2 = time.perf_counter()
-    k_init, k_run = jax.random.split(jax.random.key(seed))
-    starts = _starts(curv, st, init, num_chains, k_init)
-    draws, burn_in, thin, num_steps = _run_chains(
-        m, lm, sharded, tun.Lambda, tau, starts, k_run, fixed=fixed, num_steps=num_steps,
-        burn_in=burn_in, thin=thin, target_ess=target_ess, max_steps=max_steps,
-        num_chains=num_chains, **motion)
-    settings.update(burn_in=int(burn_in), thin=int(thin), num_steps=int(num_steps))
-    t3 = time.perf_counter()
+    return m, lm, fixed, target_ess, settings
+
+
+def _covariance_check(draws, st, tau, thin, level) -> dict:
+    """Empirical against predicted covariance (Bonferroni z bound at `level`, Gaussian MC errors
+    with the predicted autocovariances; a CalibrationWarning beyond it) and ESS against the
+    prediction: the CalibrationResult's fields."""
     if not np.all(np.isfinite(draws)):
         raise FloatingPointError("SG(L)D diverged (non-finite iterates); the proxy is not valid "
                                  "for this model at this step size")
-    flat = draws.reshape(-1, m.dim)
+    dim = draws.shape[-1]
+    flat = draws.reshape(-1, dim)
     emp = np.cov(flat.T)
     emp = np.atleast_2d(emp)
     n_total = flat.shape[0]
     # thinning: iterates `thin` apart; the autocovariances below are per iteration
     se = covariance_standard_errors(st._replace(transition=np.linalg.matrix_power(
         st.transition, thin)), n_total)
-    iu = np.triu_indices(m.dim)
+    iu = np.triu_indices(dim)
     z = np.abs(emp - st.cov)[iu] / se[iu]
     max_z = float(z.max())
     import scipy.stats  # noqa: PLC0415 (lazy: scipy.stats costs ~1 s at import)
     thr = float(scipy.stats.norm.isf(level / (2 * iu[0].size)))
-    ess_emp = empirical_ess(draws) if draws.shape[1] >= 4 else np.full(m.dim, np.nan)
+    ess_emp = empirical_ess(draws) if draws.shape[1] >= 4 else np.full(dim, np.nan)
     ess_pred = n_total * thin / tau.per_coord
     iat_emp = n_total / ess_emp * thin
     warning = None
@@ -407,18 +435,8 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
                    f"standard errors (bound {thr:.1f}); the quadratic proxy may be inaccurate "
                    f"for this model/step size, or the chains have not mixed")
         _warnings.warn(warning, CalibrationWarning)  # at the user's line
-    diag = (shared_diagnostics.diagnose(draws, names) if draws.shape[1] >= 4 else None)
-    if diag is not None and not diag.converged:
-        _warnings.warn("SG(L)D chains: " + diag.verdict(), RuntimeWarning)
-    seconds = {"offline": t1 - t0, "lambda": tun.seconds, "predict": t2 - t1,
-               "sampling": t3 - t2}
-    return CalibrationResult(draws=draws, Lambda=tun.Lambda, theta_hat=curv.theta_hat,
-                             sandwich=curv.sandwich, target_cov=tun.target_cov,
-                             predicted_cov=st.cov, empirical_cov=emp, iat=tau,
-                             ess_predicted=ess_pred, ess_empirical=ess_emp, iat_empirical=iat_emp,
-                             max_z=max_z, z_threshold=thr, warning=warning, tuning=tun,
-                             curvature=curv, settings=settings, seconds=seconds,
-                             diagnostics=diag)
+    return dict(empirical_cov=emp, ess_predicted=ess_pred, ess_empirical=ess_emp,
+                iat_empirical=iat_emp, max_z=max_z, z_threshold=thr, warning=warning)
 
 
 __all__ = ["calibrate", "CalibrationResult", "CalibrationWarning", "NoEstimateError",

@@ -1,8 +1,9 @@
 """Tail averaging after the plateau (Polyak-Ruppert; F is convex in (m, A), so the average of the
-iterates beats their mean F): the stopping rule's first verdict starts a running average at a
-quarter of the step, run for AVERAGING_FACTOR times the updates it took to get there; `extend`
-restarts it at half the step while F_hat still falls at its end, and the lowest of those averages
-(same draws) is the answer."""
+iterates beats their mean F), as policies of the run state (`inertia.vi.runstate`): the stopping
+rule's first verdict starts a running average at a quarter of the step, run for AVERAGING_FACTOR
+times the updates it took to get there; the extension restarts it at half the step while F_hat
+still falls at its end, and the lowest of those averages (same draws) is the answer (the runner's
+`finish`)."""
 from __future__ import annotations
 
 from .monitor import StoppingRule
@@ -13,60 +14,43 @@ EXTENSION_STEP_DECAY = 2.0  # each extension halves the step again
 MAX_EXTENSIONS = 4  # averaging restarts while F_hat still falls at the end of the phase
 
 
-class Averaging:
-    """The averaging phase of a monitored run: `start` at the plateau, `extend` at the end of the
-    queue, `finish` (the earlier averages and the best plain iterate compete with the last)."""
+def averaging(enabled: bool, tol, window):
+    """Policy `start(state, verdict)`: at the first plateau (the stopping rule's `verdict`) start
+    the running average at a quarter of the step (an event); no event leaves the stop to the
+    caller."""
+    def start(s, verdict: dict):
+        if not (enabled and s.averaging_from is None):
+            return s, []
+        until = min(s.num_steps, s.step * (1 + AVERAGING_FACTOR))
+        return s._replace(start_average=True, averaging_from=s.step,
+                          rule=StoppingRule(tol, window, confident=True),
+                          eta_scale=s.eta_scale / AVERAGING_STEP_DECAY,  # a smaller bias
+                          queue=tuple(q for q in s.queue if q[0] < until)), \
+            [{"event": "averaging", **verdict}]
 
-    def __init__(self, enabled: bool, extend: bool):
-        self.enabled, self.extensible = bool(enabled), bool(extend)
-        self.extended = 0
-        self.earlier = []  # the averages before each extension
-
-    def start(self, runner, loop, verdict: dict) -> bool:
-        """Start averaging at the first plateau (True); False leaves the stop to the caller."""
-        rec = loop.rec
-        if not (self.enabled and rec.avg_start is None):
-            return False
-        runner.events.append({"event": "averaging", **verdict})
-        rec.start_averaging()
-        loop.rule = StoppingRule(runner.opts.tol, runner.opts.window, confident=True)
-        runner.rescale(AVERAGING_STEP_DECAY)  # smaller steps: a smaller bias
-        until = min(loop.num_steps, rec.steps[-1] * (1 + AVERAGING_FACTOR))
-        loop.queue = [q for q in loop.queue if q[0] < until]
-        return True
-
-    def extend(self, runner, loop) -> bool:
-        """The queue ran out with F_hat still falling (by more than 1 s.e.): restart the average
-        here at half the step for as many updates again (True), at most MAX_EXTENSIONS times."""
-        rec, rule = loop.rec, loop.rule
-        if not (self.extensible and rec.avg_start is not None and rule is not None
-                and rule.falling(z=1.0) and rec.steps[-1] < loop.num_steps
-                and self.extended < MAX_EXTENSIONS):
-            return False
-        self.extended += 1
-        event = {"event": "averaging extended", "step": rec.steps[-1],
-                 "decrease": rule.decrease, "stderr": rule.stderr}
-        self.earlier.append(rec.final)
-        rec.start_averaging()
-        loop.rule = StoppingRule(runner.opts.tol, runner.opts.window, confident=True)
-        runner.rescale(EXTENSION_STEP_DECAY)
-        runner.events.append({**event, "step_size": runner.rule.eta})
-        until = min(loop.num_steps, rec.steps[-1] * 2)
-        loop.queue = loop.checkpoints(rec.steps[-1], until)
-        return True
-
-    def finish(self, runner, loop):
-        """Report an earlier average, or the best iterate before averaging, where it beats the last
-        average (the recorder's `keep_lowest`, `keep_best`); each as an event."""
-        rec = loop.rec
-        if self.earlier and loop.diverged is None:
-            kept = rec.keep_lowest(self.earlier)
-            if kept:
-                runner.events.append(kept)
-        if rec.avg_start is not None:
-            kept = rec.keep_best()
-            if kept:
-                runner.events.append(kept)
+    return start
 
 
-__all__ = ["Averaging", "AVERAGING_FACTOR", "AVERAGING_STEP_DECAY", "MAX_EXTENSIONS"]
+def extension(enabled: bool, tol, window):
+    """Policy: the queue ran out with F_hat still falling (by more than 1 s.e.): restart the
+    average here at half the step for as many updates again (an event), at most MAX_EXTENSIONS
+    times."""
+    def extend(s):
+        rule = s.rule
+        if not (enabled and s.averaging_from is not None and rule is not None
+                and rule.falling(z=1.0) and s.step < s.num_steps
+                and s.extensions < MAX_EXTENSIONS):
+            return s, []
+        new = s._replace(extensions=s.extensions + 1, earlier=s.earlier + (s.final,),
+                         start_average=True, averaging_from=s.step,
+                         rule=StoppingRule(tol, window, confident=True),
+                         eta_scale=s.eta_scale / EXTENSION_STEP_DECAY,
+                         queue=s.checkpoint_blocks(s.step, min(s.num_steps, s.step * 2)))
+        return new, [{"event": "averaging extended", "step": s.step, "decrease": rule.decrease,
+                      "stderr": rule.stderr, "step_size": new.step_size}]
+
+    return extend
+
+
+__all__ = ["averaging", "extension", "AVERAGING_FACTOR", "AVERAGING_STEP_DECAY",
+           "MAX_EXTENSIONS"]

@@ -1,7 +1,8 @@
 """Divergence recovery: a block whose iterate became non-finite or exploded (or whose q put mass
 where V is not finite) restarts from the last finite checkpoint at a quarter of the step, with new
-keys, at most `max_recoveries` times; past that, or when a smaller step cannot help (V non-finite
-at the start's own draws), the run stops and returns the last finite state."""
+keys, at most `max_recoveries` times (a policy of the run state, `inertia.vi.runstate`); past that,
+or when a smaller step cannot help (V non-finite at the start's own draws), the run stops and
+returns the last finite state."""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -34,38 +35,30 @@ def failure(rec, step: int, bad_draws, ok: np.ndarray, good: int, seeds) -> Fail
     return Failure(step, reason, hopeless, bad_seeds)
 
 
-class Recovery:
-    """`recover(runner, loop, failure)`: restart at a smaller step (True), or give up (False)."""
+def recovery(enabled: bool, max_recoveries: int, name: str):
+    """Policy `recover(state, failure)`: restart from the last checkpoint at a quarter of the step
+    with new keys (an event), or give up (no event)."""
+    def recover(s, fail: Failure):
+        if not (enabled and s.recoveries < int(max_recoveries) and not fail.hopeless):
+            return s, []
+        new = s._replace(recoveries=s.recoveries + 1, restart=True,
+                         eta_scale=s.eta_scale / RECOVERY_STEP_DECAY,
+                         queue=s.checkpoint_blocks(s.step, s.num_steps))
+        return new, [{"event": "recovery", "step": fail.step, "restart_from": s.step,
+                      "reason": fail.reason, "step_size": new.step_size,
+                      "warning": f"{name}: {fail.reason} at step {fail.step}; restarting from "
+                                 f"step {s.step} with step size {new.step_size:.3g}"}]
 
-    def __init__(self, enabled: bool, max_recoveries: int):
-        self.enabled, self.max_recoveries = bool(enabled), int(max_recoveries)
-        self.attempt = 0
-
-    def __call__(self, runner, loop, fail: Failure) -> bool:
-        if not (self.enabled and self.attempt < self.max_recoveries and not fail.hopeless):
-            return False
-        self.attempt += 1
-        runner.rescale(RECOVERY_STEP_DECAY)
-        rec = loop.rec
-        runner.events.append({"event": "recovery", "step": fail.step,
-                              "restart_from": rec.steps[-1], "reason": fail.reason,
-                              "step_size": runner.rule.eta})
-        _warnings.warn(f"{runner.m_spec.name}: {fail.reason} at step {fail.step}; restarting from "
-                      f"step {rec.steps[-1]} with step size {runner.rule.eta:.3g}",
-                      RuntimeWarning)
-        loop.restart(runner.kernel)
-        loop.rekey(self.attempt)
-        loop.queue = loop.checkpoints(rec.steps[-1], loop.num_steps)
-        return True
+    return recover
 
 
-def diverged(runner, loop, fail: Failure) -> dict:
-    """The run's `diverged` record (with a warning): it stops at its last finite state."""
-    last = loop.rec.steps[-1]
-    _warnings.warn(f"{runner.m_spec.name}: divergence at step {fail.step} ({fail.reason}); stopping "
-                  f"and returning the last finite state (step {last})", RuntimeWarning)
-    return {"step": fail.step, "last_finite_step": last, "seeds": fail.seeds or loop.seeds,
+def diverged(name: str, last: int, seeds, fail: Failure) -> dict:
+    """The run's `diverged` record (with a warning): it stops at its last finite state (update
+    `last`)."""
+    _warnings.warn(f"{name}: divergence at step {fail.step} ({fail.reason}); stopping "
+                   f"and returning the last finite state (step {last})", RuntimeWarning)
+    return {"step": fail.step, "last_finite_step": last, "seeds": fail.seeds or seeds,
             "reason": fail.reason}
 
 
-__all__ = ["Failure", "failure", "Recovery", "diverged", "RECOVERY_STEP_DECAY"]
+__all__ = ["Failure", "failure", "recovery", "diverged", "RECOVERY_STEP_DECAY"]

@@ -1,5 +1,6 @@
 """The driver loop of `fit`: compiled blocks of scanned updates between checkpoints, and the
-policies that act between blocks (recovery, feasible-set and bound watches, stopping, averaging).
+policies that act between blocks (recovery, feasible-set and bound watches, stopping, averaging),
+each a pure function of the run state (`inertia.vi.runstate`) whose result the runner applies.
 
 The kernel is built here (and rebuilt with a smaller step or a wider feasible set); each block shape
 compiles once, the step parameters (eta, s) being arguments of the compiled block.
@@ -21,14 +22,15 @@ from .. import _compile
 from ..parallel import shard_leading
 from . import verdict as verdicts
 from .auto import DEFAULT_METHOD
-from .averaging import Averaging
-from .build import make_kernel
+from .averaging import averaging, extension
+from .build import make_kernel, resolve_step
 from .monitor import StoppingRule
 from .recorder import _Recorder
-from .recovery import Recovery, diverged, failure
+from .recovery import diverged, failure, recovery
 from .registry import get_method
 from .restart import with_restart
-from .widen import Reestimation, Widening
+from .runstate import RunState
+from .widen import reestimation, widening
 
 DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
 MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
@@ -105,6 +107,7 @@ class Loop:
     elapsed: float = 0.0
     diverged: Optional[dict] = None
     stopped: Optional[dict] = None
+    counters: dict = dataclasses.field(default_factory=dict)  # the policies' own (RunState)
 
     def checkpoints(self, start, until):
         """Blocks of one checkpoint each from update `start` to `until`."""
@@ -151,6 +154,7 @@ class Runner:
                                            s=self.s, **self.options)
             step = rule.eta * self.eta_scale
             s = rule.s / math.sqrt(self.eta_scale) if rule.s else None
+            self.base_step = rule.eta
         elif self.step_size is not None:
             step = self.step_size
         target = self.target.astype(self.dtype)
@@ -158,6 +162,9 @@ class Runner:
             target, self.method, accelerated=self.accelerated, batch_size=self.batch_size,
             step_size=step, s=s, **opts)
         self.kernel = self._wrap(kernel)
+        if self.eta_scale == 1.0:  # the step a rescaled kernel starts from (see run_state)
+            self.base_step = resolve_step(self.m_spec, self.target, self.batch_size,
+                                          self.accelerated, self.step_size, self.s).eta
         self.params = _compile.device([self.rule.eta, self.rule.s or 0.0], self.dtype)
         structure = (target, opts.get("set_bounds"), self.rule.s is None)  # new bounds: new target
         if self.traced and structure == getattr(self, "_structure", None):
@@ -171,11 +178,6 @@ class Runner:
         else:
             self.run_block = _block_fn(lambda p, k=self.kernel: k)
         self.compiled = {}
-
-    def rescale(self, factor: float):
-        """Divide the step by `factor` (s by its square root) and rebuild."""
-        self.eta_scale /= factor
-        self.build()
 
     def _wrap(self, kernel):
         """The built kernel with float64 starts cast to the run's dtype and momentum restart."""
@@ -226,34 +228,87 @@ class Runner:
     def run(self, m0, A0, seeds, num_steps, every, progress=None, curvature=None):
         """Run to num_steps, a stop or a divergence; the FitResult (in the run's coordinates)."""
         loop = self._start(m0, A0, seeds, num_steps, every)
-        opts = self.opts
-        recover = Recovery(opts.recover, opts.max_recoveries)
-        averaging = Averaging(opts.average, opts.extend)
-        watches = (Widening(opts.widen), Reestimation(curvature))
+        opts, name = self.opts, self.m_spec.name
+        recover = recovery(opts.recover, opts.max_recoveries, name)
+        start_averaging = averaging(opts.average, opts.tol, opts.window)
+        extend = extension(opts.extend, opts.tol, opts.window)
+        watches = (widening(opts.widen, self.m_spec.feasible, name), reestimation(curvature))
         while True:
             if not loop.queue:
-                if averaging.extend(self, loop):
+                if self.apply(loop, extend):
                     continue
                 break
             fail, fresh = self._advance(loop)
             if fail is not None:
-                if recover(self, loop, fail):
+                if self.apply(loop, lambda s: recover(s, fail)):
                     continue
-                loop.diverged = diverged(self, loop, fail)
+                loop.diverged = diverged(name, loop.rec.steps[-1], loop.seeds, fail)
                 break
             for watch in watches:
-                watch(self, loop)
+                self.apply(loop, watch)
             if progress:
                 _progress(progress, loop.rec, self.objective_offset)
             plateau = self._plateau(loop, fresh)
             if plateau is not None:
-                if averaging.start(self, loop, plateau):
+                if self.apply(loop, lambda s: start_averaging(s, plateau)):
                     continue
                 loop.stopped = {"reason": "objective converged", "converged": True, **plateau}
                 break
-        averaging.finish(self, loop)
+        self._finish(loop)
         self._judge(loop)
         return loop.rec.result(self, seeds, loop.diverged, loop.stopped, loop.restarts, curvature)
+
+    def run_state(self, loop) -> RunState:
+        """The run state the policies act on."""
+        rec = loop.rec
+        return RunState(rec.steps[-1], len(rec.steps), loop.num_steps, loop.every, rec.last_A,
+                        rec.final, rec.host_cov, tuple(loop.queue), loop.rule, rec.avg_start,
+                        self.target, self.set_bounds, self.eta_scale, self.base_step,
+                        **loop.counters)
+
+    def apply(self, loop, policy) -> bool:
+        """Run `policy(state) -> (state, events)` and apply its result: the recorder's extra
+        Hessian-vector products, the running average's start, the stopping rule, a kernel rebuilt
+        for new bounds or a new step, a restart from the last checkpoint, new keys after a
+        recovery, the queue; record its events (warning where they say). True when it acted
+        (gave an event)."""
+        old = self.run_state(loop)
+        new, events = policy(old)
+        rec = loop.rec
+        rec.hvp_offset += new.hvps
+        if new.start_average:
+            rec.start_averaging()
+        loop.rule = new.rule
+        if (new.target is not self.target or new.set_bounds != self.set_bounds
+                or new.eta_scale != self.eta_scale):
+            self.target, self.set_bounds, self.eta_scale = new.target, new.set_bounds, new.eta_scale
+            self.build()
+        if new.restart:
+            loop.restart(self.kernel)
+        if new.recoveries != old.recoveries:
+            loop.rekey(new.recoveries)
+        loop.queue = list(new.queue)
+        loop.counters = {k: getattr(new, k) for k in
+                         ("widen_low", "widen_high", "recoveries", "extensions", "earlier")}
+        for event in events:
+            warning = event.pop("warning", None)
+            self.events.append(event)
+            if warning:
+                _warnings.warn(warning, RuntimeWarning)
+        return bool(events)
+
+    def _finish(self, loop):
+        """Report an earlier average, or the best iterate before averaging, where it beats the last
+        average (the recorder's `keep_lowest`, `keep_best`); each as an event."""
+        rec, earlier = loop.rec, loop.counters.get("earlier", ())
+        if earlier and loop.diverged is None:
+            kept = rec.keep_lowest(list(earlier))
+            if kept:
+                self.events.append(kept)
+        if rec.avg_start is not None:
+            kept = rec.keep_best()
+            if kept:
+                self.events.append(kept)
 
     def _start(self, m0, A0, seeds, num_steps, every) -> Loop:
         """The initial state per seed, the recorder with the start's checkpoint, the queue."""

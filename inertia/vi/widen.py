@@ -1,13 +1,12 @@
-"""Watches on estimated curvature bounds during a run: the feasible set they imply is widened when
-the iterate sits on its boundary, and the bounds are re-measured at draws of the current q (a MAP's
-curvature can be far from the typical set's: funnels). Each returns True when it rebuilt the kernel
-and restarted the state from the last checkpoint."""
+"""Watches on estimated curvature bounds during a run, as policies of the run state
+(`policy(state) -> (state, events)`, `inertia.vi.runstate`): the feasible set they imply is widened
+when the iterate sits on its boundary, and the bounds are re-measured at draws of the current q (a
+MAP's curvature can be far from the typical set's: funnels). A policy that changes the bounds asks
+for a restart from the last checkpoint; the runner rebuilds the kernel."""
 from __future__ import annotations
-
 
 import numpy as np
 
-from .. import _warnings
 from .auto import boundary
 
 WIDEN_AFTER = 3  # checkpoints in a row on one side of the feasible set before it is widened
@@ -17,83 +16,75 @@ REESTIMATE_FROM = 20  # not before this many checkpoints
 REBUILD_RATIO = 3.0  # rebuild when the re-measured beta moved by more than this factor
 
 
-class Widening:
-    """Widen the feasible set when the iterate sat on its lower (upper) side WIDEN_AFTER
+def unchanged(state):
+    """The policy of a switched-off watch."""
+    return state, []
+
+
+def widening(enabled: bool, feasible, name: str):
+    """Policy: widen the feasible set when the iterate sat on its lower (upper) side WIDEN_AFTER
     checkpoints in a row (methods with a feasible set, `widen=True`)."""
+    if not (enabled and feasible):
+        return unchanged
 
-    def __init__(self, enabled: bool):
-        self.enabled = bool(enabled)
-        self.low = self.high = 0  # consecutive checkpoints on each side
-
-    def __call__(self, runner, loop) -> bool:
-        feasible = runner.m_spec.feasible
-        if not (self.enabled and feasible):
-            return False
-        sides = [boundary(feasible, A, *runner.set_bounds) for A in loop.rec.last_A]
+    def widen(s):
+        sides = [boundary(feasible, A, *s.set_bounds) for A in s.last_A]
         low, high = any(x[0] for x in sides), any(x[1] for x in sides)
-        self.low, self.high = (self.low + 1) * low, (self.high + 1) * high
-        if not (self.low >= WIDEN_AFTER or self.high >= WIDEN_AFTER):
-            return False
-        upper = self.high >= WIDEN_AFTER
-        a, b = runner.set_bounds
-        runner.set_bounds = (a / WIDEN_FACTOR if upper else a,
-                             b * WIDEN_FACTOR if self.low >= WIDEN_AFTER else b)
+        n_low, n_high = (s.widen_low + 1) * low, (s.widen_high + 1) * high
+        if not (n_low >= WIDEN_AFTER or n_high >= WIDEN_AFTER):
+            return s._replace(widen_low=n_low, widen_high=n_high), []
+        upper = n_high >= WIDEN_AFTER
+        a, b = s.set_bounds
+        bounds = (a / WIDEN_FACTOR if upper else a, b * WIDEN_FACTOR if n_low >= WIDEN_AFTER else b)
         side = "upper" if upper else "lower"
-        runner.events.append({"event": "widened", "step": loop.rec.steps[-1], "side": side,
-                              "set_bounds": list(runner.set_bounds)})
-        _warnings.warn(f"{runner.m_spec.name}: the iterate sits on the {side} boundary of the "
-                      "feasible set built from the estimated bounds; widening it",
-                      RuntimeWarning)
-        self.low = self.high = 0
-        runner.build()
-        loop.restart(runner.kernel)
-        return True
+        event = {"event": "widened", "step": s.step, "side": side, "set_bounds": list(bounds),
+                 "warning": f"{name}: the iterate sits on the {side} boundary of the feasible set "
+                            "built from the estimated bounds; widening it"}
+        return s._replace(set_bounds=bounds, widen_low=0, widen_high=0, restart=True), [event]
+
+    return widen
 
 
-class Reestimation:
-    """Every REESTIMATE_EVERY checkpoints before averaging, re-measure estimated bounds at draws
-    of the current q; rebuild with the new step when beta moved by more than REBUILD_RATIO."""
+def reestimation(curvature):
+    """Policy: every REESTIMATE_EVERY checkpoints before averaging, re-measure estimated bounds
+    (`curvature`: their CurvatureEstimate; None: given bounds, never) at draws of the current q;
+    rebuild with the new step when beta moved by more than REBUILD_RATIO."""
+    if curvature is None:
+        return unchanged
 
-    def __init__(self, curvature):
-        self.curvature = curvature  # the CurvatureEstimate of estimated bounds; None: given bounds
+    def reestimate_bounds(s):
+        n = s.checkpoints
+        if not (s.averaging_from is None and n >= REESTIMATE_FROM and n % REESTIMATE_EVERY == 0):
+            return s, []
+        return reestimate(s)
 
-    def __call__(self, runner, loop) -> bool:
-        n = len(loop.rec.steps)
-        if not (self.curvature is not None and loop.rec.avg_start is None
-                and n >= REESTIMATE_FROM and n % REESTIMATE_EVERY == 0):
-            return False
-        if not reestimate(runner, loop.rec):
-            return False
-        loop.restart(runner.kernel)
-        return True
+    return reestimate_bounds
 
 
-def reestimate(runner, rec) -> bool:
-    """Bounds under the last checkpoint's q; True when they moved enough to rebuild the kernel
-    (the feasible set becomes the union of the old and new bounds)."""
+def reestimate(s):
+    """Bounds under the last checkpoint's q: the state with the new bounds (the feasible set the
+    union of the old and new) and a restart when they moved enough, and the event."""
     from ..targets.curvature import bounds_under
 
-    m, A = rec.final[0][0], rec.final[1][0]
-    cov = rec.host_cov(np.asarray(m)[None], np.asarray(A)[None])[0]
+    m, A = s.final[0][0], s.final[1][0]
+    cov = s.covariance(np.asarray(m)[None], np.asarray(A)[None])[0]
     try:
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
-        return False
-    new = bounds_under(runner.target, m, L, seed=len(rec.steps))
+        return s, []
+    new = bounds_under(s.target, m, L, seed=s.checkpoints)
     if new is None:
-        return False
+        return s, []
     a, b, hvps = new
-    rec.hvp_offset += hvps
-    if 1.0 / REBUILD_RATIO < b / runner.target.beta < REBUILD_RATIO:
-        return False
+    s = s._replace(hvps=s.hvps + hvps)
+    if 1.0 / REBUILD_RATIO < b / s.target.beta < REBUILD_RATIO:
+        return s, []
     a = min(a, b)
-    runner.events.append({"event": "bounds re-estimated", "step": rec.steps[-1],
-                          "alpha": a, "beta": b,
-                          "previous": [runner.target.alpha, runner.target.beta]})
-    runner.target = runner.target.replace(alpha=float(a), beta=float(b))
-    runner.set_bounds = (min(runner.set_bounds[0], a), max(runner.set_bounds[1], b))
-    runner.build()
-    return True
+    event = {"event": "bounds re-estimated", "step": s.step, "alpha": a, "beta": b,
+             "previous": [s.target.alpha, s.target.beta]}
+    return s._replace(target=s.target.replace(alpha=float(a), beta=float(b)),
+                      set_bounds=(min(s.set_bounds[0], a), max(s.set_bounds[1], b)),
+                      restart=True), [event]
 
 
-__all__ = ["Widening", "Reestimation", "reestimate", "REESTIMATE_EVERY"]
+__all__ = ["widening", "reestimation", "reestimate", "REESTIMATE_EVERY"]

@@ -11,7 +11,7 @@ import pytest
 import inertia  # noqa: F401
 from inertia.cli import main
 from inertia.mcmc import REGISTRY, sample
-from inertia.mcmc.cli import METHODS
+from inertia.cli.sample import METHODS
 from inertia.mcmc.gaussian import chain_statistics
 from inertia.mcmc.tuning import tune_ess
 from inertia.targets import from_potential, kappa_family

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import inertia  # noqa: F401
-from inertia.sgmcmc import CalibrationWarning, calibrate, cli
+from inertia.cli import calibrate as cli
+from inertia.sgmcmc import CalibrationWarning, calibrate
 
 
 def _parser():

@@ -262,7 +262,7 @@ def test_sharded_path_equals_one_device_on_four_host_devices():
 def test_cli_data_file_without_steps(tmp_path):
     import argparse
 
-    from inertia.sgmcmc import cli
+    from inertia.cli import calibrate as cli
 
     X, y = _glm_data("logistic", n=1200, d=2)
     np.save(tmp_path / "d.npy", np.column_stack([X, y]))

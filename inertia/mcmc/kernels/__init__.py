@@ -1,4 +1,5 @@
-"""Kernel registry: method name -> `Method`. A new sampler is one module plus one entry here."""
+"""Kernel registry: method name -> `Method`, each naming its warm-up scheme (`Method.warmup`,
+`inertia.mcmc.adaptation`). A new sampler is one module plus one entry here."""
 from __future__ import annotations
 
 from . import exact as _exact

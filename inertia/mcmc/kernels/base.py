@@ -63,6 +63,7 @@ class Method(NamedTuple):
     at q and standard normal `noise` (a pytree from `draw_noise(key, dim)`): linear schemes only.
     `check(params, L)` returns an error message when the parameters are unstable or invalid.
     `adjusted` kernels carry V(q) and take `value_and_grad` (V, grad V) in place of `grad_fn`.
+    `warmup` names the kernel's warm-up scheme (`inertia.mcmc.adaptation.SCHEMES`).
     """
 
     name: str
@@ -77,6 +78,7 @@ class Method(NamedTuple):
     draw_noise: Optional[Callable] = None
     description: str = ""
     adjusted: bool = False
+    warmup: str = "gaussian-tuning"
 
 
 def _series(x, coef):

@@ -183,6 +183,7 @@ def check(params: Params, L=None):
 METHOD = Method(
     name="hfhr-exact", kinetic=True, grads_per_step=1, prepare=prepare, init=init, step=step,
     check=check, uses=("step_size", "gamma", "alpha", "num_leapfrog"), adjusted=True,
+    warmup="dual-averaging",
     description="Metropolis-adjusted HFHR (MALA gradient-flow step + Langevin trajectory with one "
                 "test; exact; adjusted KLMC at alpha=0)")
 

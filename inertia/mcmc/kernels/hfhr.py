@@ -85,12 +85,14 @@ METHOD_EXPONENTIAL = Method(
     name="hfhr", kinetic=True, grads_per_step=1, prepare=prepare, init=kinetic_init,
     step=_stepper(transition_exponential), check=check, uses=("step_size", "gamma", "alpha"),
     transition=transition_exponential, draw_noise=draw_noise,
+    warmup="gaussian-tuning",
     description="HFHR, exponential scheme (exact HFHR flow with a frozen gradient; KLMC at alpha=0)")
 
 METHOD_SPLIT = Method(
     name="hfhr-split", kinetic=True, grads_per_step=1, prepare=prepare, init=kinetic_init,
     step=_stepper(transition_split), check=check, uses=("step_size", "gamma", "alpha"),
     transition=transition_split, draw_noise=draw_noise,
+    warmup="gaussian-tuning",
     description="HFHR, split scheme (Euler gradient part, then exact OU/transport flow)")
 
 

@@ -41,6 +41,7 @@ def check(params: Params, L=None):
 METHOD = Method(name="klmc", kinetic=True, grads_per_step=1, prepare=prepare, init=kinetic_init,
                 step=step, check=check, uses=("step_size", "gamma"), transition=transition,
                 draw_noise=draw_noise,
+                warmup="gaussian-tuning",
                 description="kinetic Langevin Monte Carlo (exact ULD flow, frozen gradient)")
 
 

@@ -72,12 +72,14 @@ def check(params: Params, L=None):
 METHOD_HFHR = Method(name="hfhr-rm", kinetic=True, grads_per_step=2, prepare=prepare,
                      init=kinetic_init, step=step, check=check,
                      uses=("step_size", "gamma", "alpha"),
+                     warmup="gaussian-tuning",
                      description="HFHR, randomised midpoint (two gradients per step)")
 
 METHOD_ULD = Method(name="uld-rm", kinetic=True, grads_per_step=2,
                     prepare=lambda params: prepare(params._replace(alpha=0.0)), init=kinetic_init,
                     step=step, check=lambda params, L=None: check_common(params, ("gamma",)),
                     uses=("step_size", "gamma"),
+                    warmup="gaussian-tuning",
                     description="underdamped Langevin, randomised midpoint (two gradients per step)")
 
 

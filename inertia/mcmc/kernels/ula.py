@@ -51,6 +51,7 @@ def check(params: Params, L=None):
 METHOD = Method(name="ula", kinetic=False, grads_per_step=1, prepare=prepare, init=langevin_init,
                 step=step, check=check, uses=("step_size",), transition=transition,
                 draw_noise=draw_noise,
+                warmup="gaussian-tuning",
                 description="unadjusted Langevin algorithm (Euler-Maruyama on overdamped Langevin)")
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 
 def add_parser(sub):
-    from .._names import DATASETS, VI_METHODS, VI_MODELS
-    from .._cliargs import Formatter, positive_float, positive_int
+    from inertia._names import DATASETS, VI_METHODS, VI_MODELS
+    from ._args import Formatter, positive_float, positive_int
 
     p = sub.add_parser(
         "fit", help="fit a Gaussian approximation (accelerated Gaussian VI)",
@@ -86,20 +86,20 @@ def add_parser(sub):
                    help="exit 0 even when the approximation quality is unreliable (Pareto k-hat > "
                         "0.7; default: exit status 4)")
     p.set_defaults(func=run)
-    from .._one_based import add_option
+    from inertia._one_based import add_option
 
     add_option(p)  # --one-based
     return p
 
 
 def run(args) -> int:
-    from .._cliargs import check_outputs
+    from ._args import check_outputs
 
     check_outputs((("--json", args.json), ("--plot", args.plot),
                    ("--save", getattr(args, "save", None))))
-    from ..targets.zoo import make_target
-    from .fit import fit
-    from .registry import METHODS
+    from inertia.targets.zoo import make_target
+    from inertia.vi.fit import fit
+    from inertia.vi.registry import METHODS
 
     target = make_target(args.model, data=args.data, dim=args.dim, kappa=args.kappa,
                          prior_scale=args.prior_scale, response=args.response,
@@ -121,7 +121,7 @@ def run(args) -> int:
     with warnings.catch_warnings():  # the printout says NOT CONVERGED itself
         warnings.simplefilter("ignore", RuntimeWarning)
         out["summary"] = res.summary()
-    from .result import report_text
+    from inertia.vi.result import report_text
 
     print(report_text(res, out, total))
     if args.json:
@@ -132,7 +132,7 @@ def run(args) -> int:
         res.save(args.save)
         print(f"wrote {args.save}")
     if args.plot:
-        from ..plots import plot_fit
+        from inertia.plots import plot_fit
 
         plot_fit(res, args.plot)
         print(f"wrote {args.plot}")
@@ -149,7 +149,7 @@ def run(args) -> int:
         print("error: the fit converged but the Gaussian is an unreliable approximation of this "
               "posterior (Pareto k-hat > 0.7, see above): run `inertia sample`, or pass "
               "--allow-unreliable to exit with status 0", file=sys.stderr)
-        from ..verdict import EXIT_UNRELIABLE
+        from inertia.verdict import EXIT_UNRELIABLE
 
         return EXIT_UNRELIABLE
     return 0

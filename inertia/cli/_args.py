@@ -1,4 +1,4 @@
-"""Argument types and output checks shared by the command line's subcommands (no JAX)."""
+"""Argument types and output checks shared by the commands (no JAX)."""
 from __future__ import annotations
 
 import argparse
@@ -44,7 +44,7 @@ positive_float = number_type(float, lambda v: 0 < v < float("inf"), "a number > 
 def check_output_file(path, option: str, regular: bool = False) -> None:
     """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
     device or FIFO; a symbolic link counts as its target); else ValueError."""
-    from ._io import output_path
+    from inertia._io import output_path
 
     path = output_path(path, option, regular=regular)
     _check_folder(path.parent, option, f"the folder of {path}")
@@ -53,7 +53,7 @@ def check_output_file(path, option: str, regular: bool = False) -> None:
 def check_outputs(pairs) -> None:
     """Before a run: each (option, path) with a path can be written (`check_output_file`; --save
     must be a regular file) and no two options name one file; else ValueError."""
-    from ._io import same_file
+    from inertia._io import same_file
 
     given = [(o, p) for o, p in pairs if p is not None and str(p) != "-"]
     for option, path in given:

@@ -40,10 +40,10 @@ def build_model(args):
 def _run(args) -> int:
     import warnings
 
-    from .kernels import REGISTRY
-    from .sample import sample
+    from inertia.mcmc.kernels import REGISTRY
+    from inertia.mcmc.sample import sample
 
-    from .._cliargs import check_outputs
+    from ._args import check_outputs
 
     check_outputs((("--json", args.json), ("--save", getattr(args, "save", None))))
     target, names = build_model(args)
@@ -66,17 +66,9 @@ def _run(args) -> int:
     mean, cov = res.moments(burn)
     dg = res.diagnostics
     if burn is not None and burn != res.burn_in_default:
-        from .sample import diagnose_result
+        from inertia.mcmc.sample import rediagnose
 
-        res.burn_in_default = burn
-        dg = res.diagnostics = diagnose_result(target, res)
-        if res.chains:  # the exact kernel's own verdict (divergences, acceptance) at this burn-in
-            from .adapt import TARGET_ACCEPT, chain_summary, verdict_problems
-
-            res.chains = chain_summary(res.info, int(round(burn * res.info["num_grads"].shape[1])))
-            accept = TARGET_ACCEPT if args.target_accept is None else args.target_accept
-            dg.problems.extend(verdict_problems(res.chains, accept, res.tuning,
-                                                unconverged=bool(dg.problems)))
+        dg = rediagnose(target, res, burn, args.target_accept)
     out = {"model": target.name, "method": res.method, "params": res.params,
            "chains": res.num_chains, "steps": res.num_steps, "thinning": res.thinning,
            "burn_in": res.burn_in_default, "grad_evals": res.grad_evals,
@@ -96,7 +88,7 @@ def _run(args) -> int:
     info = getattr(target, "info", {}) or {}
     manual = res.tuning is None
     if manual and "precision" in info and REGISTRY[res.method].transition is not None:
-        from .gaussian import GaussianDiagnostics
+        from inertia.mcmc.gaussian import GaussianDiagnostics
 
         diag = GaussianDiagnostics(target)
         out["w2"] = diag.w2_curve(res.method, num_steps=res.num_steps, **res.params)
@@ -211,7 +203,7 @@ def add_parser(subparsers):
     p.add_argument("--quiet", action="store_true",
                    help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
     p.set_defaults(func=_run)
-    from .._one_based import add_option
+    from inertia._one_based import add_option
 
     add_option(p)  # --one-based
     return p

@@ -9,7 +9,7 @@ import math
 import sys
 from pathlib import Path
 
-from inertia._cliargs import number_type
+from ._args import number_type
 
 
 # argparse types of --temperature (beta in (0, inf]), --momentum ([0, 1)), --beta-div (> 1)
@@ -25,7 +25,7 @@ _beta_div = number_type(float, lambda v: 1 < v < math.inf, "a number > 1",
 
 def run(args) -> int:
     if args.json is not None:
-        from inertia._cliargs import check_output_file
+        from ._args import check_output_file
 
         check_output_file(args.json, "--json")
     if (args.csv is None) == (args.data is None):
@@ -47,16 +47,16 @@ def run(args) -> int:
     if args.batch_size > X.shape[0]:
         raise ValueError(f"--batch-size {args.batch_size} exceeds the {X.shape[0]} data rows of "
                          f"{args.csv}")
-    from .calibrate import NoEstimateError, calibrate
-    from .models import make_model
-    from ..progress import announce_rows
+    from inertia.sgmcmc.calibrate import NoEstimateError, calibrate
+    from inertia.sgmcmc.models import make_model
+    from inertia.progress import announce_rows
 
     announce_rows("inertia calibrate", n, d, "estimating theta_hat, J and I, then the chains")
 
     kw = _model_kwargs(args)
     params = ["(intercept)"] + names
     try:
-        from .calibrate import check_estimate_exists
+        from inertia.sgmcmc.calibrate import check_estimate_exists
 
         model = make_model(args.model, X, y, **kw)
         check_estimate_exists(model)
@@ -84,8 +84,8 @@ def run_large(args) -> int:
     """`--data FILE`: chunked passes over a memory-mapped or row-group-read file."""
     from inertia.data.sources import open_source
 
-    from .calibrate import NoEstimateError, calibrate
-    from .large import large_model
+    from inertia.sgmcmc.calibrate import NoEstimateError, calibrate
+    from inertia.sgmcmc.large import large_model
 
     response = args.response
     if str(args.data).lower().endswith(".npy"):
@@ -96,7 +96,7 @@ def run_large(args) -> int:
                          f"of {args.data}")
     kw = _model_kwargs(args)
     params = ["(intercept)"] + list(src.names)
-    from ..progress import announce_rows
+    from inertia.progress import announce_rows
 
     announce_rows("inertia calibrate", src.num_rows, len(params),
                   "estimating theta_hat, J and I, then the chains")
@@ -154,7 +154,7 @@ def report(args, res, model, params) -> int:
 def add_parser(subparsers):
     """Add `inertia calibrate` (the issue's CLI contract)."""
     from inertia._names import SGMCMC_TUNINGS
-    from inertia._cliargs import Formatter, positive_int
+    from ._args import Formatter, positive_int
 
     p = subparsers.add_parser(
         "calibrate", help="SGD/SGLD tuned so its stationary covariance is the sandwich covariance",

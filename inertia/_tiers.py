@@ -1,0 +1,62 @@
+"""The compile-tier policy on cost numbers alone: which XLA optimisation tier a run's programs
+take, from the flops of one update and the run's length (see `inertia._compile` for the
+measurements behind the budgets). Imports nothing of inertia and no JAX."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
+         "lean": {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False},
+         "optimized": {}}
+# `work` x run length (relative to the driver's default run) at or under which a first run is
+# faster in the fast tier (logistic regressions of N rows x d on one core: fit breaks even near
+# N x d = 5e4 at d = 100, sample near 2e5)
+FAST_WORK = {"fit": 5e5, "sample": 1.5e6}
+FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run time comes first
+# the hot programs (the VI block, the chains), run thousands of times and kept by the cache for
+# re-runs, take the fast tier only for the smallest models: work x hot length (for fit, the batch
+# relative to 8) at most this. A fit of a 500 x 10 logistic regression (5.6e4) compiles its block
+# 0.4 s faster and runs it 0.01 s slower fast than lean; a 40-group hierarchical logistic at its
+# batch of 22 (2.2e5) would run 1.1 s slower; the chains run ~10x longer than a fit's block
+HOT_FAST_WORK = {"fit": 1e5, "sample": 1e4}
+# above that, up to LEAN_WORK, the hot programs take the "lean" tier (LLVM -O1, classic emitters):
+# a third of the default's compile time (~1 s less), the same numbers, elementwise work up to
+# ~1.5x slower; a fit of 5,000 rows x 100 (work 3.5e6) runs 2 % slower lean, about break-even
+LEAN_WORK = {"fit": 2e6, "sample": 2e6}
+
+
+def forced() -> str | None:
+    """The tier $INERTIA_COMPILE forces, if any."""
+    name = os.environ.get("INERTIA_COMPILE", "").strip().lower()
+    return name if name in TIERS else None
+
+
+def tiers(work_per_update: float, driver: str = "fit", length: float = 1.0,
+          hot_length: float | None = None) -> tuple:
+    """The tier policy on a cost number alone: (tier of a run's programs, tier of its hot
+    programs) for `work_per_update` flops per update (see `work`) over `length` default runs
+    (`hot_length` for the hot programs); see `inertia._compile.tiers_of`."""
+    if length > FAST_MAX_LENGTH:
+        return "optimized", "optimized"
+    w = float(work_per_update)
+    total, hot_total = w * length, w * (length if hot_length is None else hot_length)
+    hot = ("fast" if hot_total <= HOT_FAST_WORK[driver] else "lean" if total <= LEAN_WORK[driver]
+           else "optimized")
+    return ("fast" if total <= FAST_WORK[driver] else "optimized"), hot
+
+
+def _number(value, default):
+    return float(value) if isinstance(value, (int, float)) and value > 0 else float(default)
+
+
+def run_length(driver: str, kwargs: dict) -> float:
+    """A call's run length relative to the driver's default run (fit: 1,000 updates of one seed
+    with a batch of 8; sample: 4 chains of 1,000 draws), from its keyword arguments."""
+    steps = _number(kwargs.get("num_steps"), 1000) / 1000.0
+    if driver == "fit":
+        seeds = kwargs.get("seed", 0)
+        n = 1 if np.ndim(seeds) == 0 else max(len(seeds), 1)
+        return steps * n * _number(kwargs.get("batch_size"), 8) / 8.0
+    return steps * _number(kwargs.get("num_chains"), 4) / 4.0

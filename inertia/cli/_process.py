@@ -1,0 +1,100 @@
+"""The `inertia` command's own process: float64 and JAX's compilation cache process-wide, the
+interrupt watcher, warnings as one line; float64 scoped to the call when `main` is called from
+Python."""
+from __future__ import annotations
+
+import os
+import sys
+
+EXIT_INTERRUPTED = 130
+
+INTERRUPT = {"reported": False, "raised": False}
+
+
+def interrupt_line(args) -> str:
+    note = getattr(args, "interrupted", None)
+    msg = note(args) if callable(note) else ("interrupted; nothing was written (outputs are "
+                                             "written when the run finishes)")
+    return f"inertia {args.command}: {msg}"
+
+
+def watch_interrupts(args, grace: float = 2.0) -> None:
+    """End the process on SIGINT even while the main thread sits in a long compiled computation.
+
+    Python runs its SIGINT handler (KeyboardInterrupt) only between bytecodes, so a Ctrl-C during
+    an XLA call would wait for the whole call. The C-level handler also writes the signal number to
+    the wakeup fd at once; this thread reads it and, if the main thread has not reported the
+    interrupt within `grace` seconds, prints the one line and exits with status 130. Every output
+    is written atomically or at the end, so nothing is left half-written.
+    """
+    import signal
+    import socket
+    import threading
+    import time
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    def first_only(signum, frame):  # a second Ctrl-C while the first unwinds: no traceback
+        if not INTERRUPT["raised"]:
+            INTERRUPT["raised"] = True
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, first_only)
+    r, w = socket.socketpair()
+    w.setblocking(False)
+    INTERRUPT["sockets"] = (r, w)  # keep the fds open for the process's life
+    try:
+        signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
+    except ValueError:
+        return
+
+    def watch():
+        while True:
+            data = r.recv(64)
+            if not data:
+                return
+            if signal.SIGINT in data:
+                time.sleep(grace)
+                if not INTERRUPT["reported"]:
+                    INTERRUPT["reported"] = True
+                    sys.stdout.flush()
+                    print(f"\n{interrupt_line(args)}", file=sys.stderr, flush=True)
+                    os._exit(EXIT_INTERRUPTED)
+
+    threading.Thread(target=watch, name="inertia-sigint", daemon=True).start()
+
+
+def own_process(args, prefix: str) -> None:
+    """Process-wide settings of the `inertia` command, its own process (never of a call of `main`
+    from Python): float64 and JAX's compilation cache (through JAX's environment variables while
+    JAX is not imported, so that argument errors answer without it), the interrupt watcher, and
+    warnings printed as one line each."""
+    import warnings
+
+    from inertia import _cache
+
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update("jax_enable_x64", True)
+    else:
+        os.environ["JAX_ENABLE_X64"] = "1"
+    _cache.enable_for_command()
+    from inertia import _prefetch
+    from inertia.diagnostics import quiet_arviz_notice
+
+    _prefetch.allow()  # ArviZ imported in the background while the chains run, where a core is free
+    quiet_arviz_notice()
+    watch_interrupts(args)
+    warnings.formatwarning = (lambda message, category, *_a, **_k:
+                              f"{prefix}: warning: {message}\n")
+
+
+def float64(own_process: bool):
+    """Float64 for a command: already process-wide in the command's own process; JAX's
+    thread-local x64 for a call of `main` from Python, restored on return."""
+    import contextlib
+
+    if own_process:
+        return contextlib.nullcontext()
+    import jax
+
+    return jax.enable_x64(True)

@@ -1,0 +1,55 @@
+"""The run state the policies between blocks act on (`policy(state) -> (state, events)`, in the
+manner of optax's `apply_if_finite` and `reduce_on_plateau`): the policies read it and return it
+changed, with their events; the runner applies the change (rebuilds the kernel, restarts from the
+last checkpoint, starts the running average, runs the new queue)."""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple, Optional
+
+
+class RunState(NamedTuple):
+    """What the policies read and change, and what they ask the runner to do.
+
+    Read: the last checkpoint's update `step`, the number of `checkpoints`, the budget `num_steps`,
+    the checkpoint spacing `every`, the last checkpoint's factors `last_A` and its reported
+    (means, factors) `final`, and `covariance` ((means, factors) stacked over seeds -> covariances).
+    Changed: the blocks still to run `queue`, the stopping `rule`, the update the running average
+    started at `averaging_from`, the `target` (its bounds), the feasible set `set_bounds`, the step's
+    multiplier `eta_scale` (the step is `base_step` x `eta_scale`), the policies' own counters, and
+    the requests `restart` (from the last checkpoint, momentum reset), `start_average` (at the last
+    checkpoint) and `hvps` (Hessian-vector products spent outside the updates)."""
+
+    step: int
+    checkpoints: int
+    num_steps: int
+    every: int
+    last_A: object
+    final: object
+    covariance: Callable
+    queue: tuple
+    rule: Optional[object]
+    averaging_from: Optional[int]
+    target: object
+    set_bounds: tuple
+    eta_scale: float
+    base_step: float
+    widen_low: int = 0  # checkpoints in a row on the feasible set's lower side
+    widen_high: int = 0  # ... and on its upper side
+    recoveries: int = 0
+    extensions: int = 0  # averaging restarts
+    earlier: tuple = ()  # the (means, factors) reported before each averaging restart
+    restart: bool = False
+    start_average: bool = False
+    hvps: int = 0
+
+    @property
+    def step_size(self) -> float:
+        """The step of the kernel this state describes."""
+        return self.base_step * self.eta_scale
+
+    def checkpoint_blocks(self, start: int, until: int) -> tuple:
+        """Blocks of one checkpoint each from update `start` to `until`."""
+        return tuple((i, 1, min(self.every, until - i)) for i in range(start, until, self.every))
+
+
+__all__ = ["RunState"]
