@@ -6,7 +6,6 @@ CONVERGED (unless --allow-unconverged); 4 when it converged but q is an unreliab
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
