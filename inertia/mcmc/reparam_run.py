@@ -1,0 +1,120 @@
+"""`sample(..., reparam="auto")` on NumPyro models: choose each hierarchical site's centredness,
+run the chains in that parameterisation, and hand back a result of the original sites.
+
+The steps: `targets.reparam.find_sites` (location-scale sites with latent parents; none: the run
+is the ordinary one, untouched); a Gaussian fit (`warmup.fit_gaussian`) of the fully non-centred
+model; c per element from its precision (`targets.reparam.centredness`); `sample` on the model
+rewritten with those c; the draws mapped to the original model's unconstrained coordinates, so
+that names, tables, ESS, `to_arviz()` and the verdict read the original sites. The fit's
+gradients are counted in the result's warm-up and total.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+MODES = ("auto", False)
+# `sample`'s arguments handed to the run on the rewritten model (init and the given parameters
+# never are: the rewrite happens under the automatic warm-up without a start only)
+FORWARDED = ("method", "num_chains", "num_steps", "seed", "thinning", "on_divergence", "progress",
+             "precondition", "bias_tol", "target_ess", "max_steps", "names", "diagnostics",
+             "target_accept", "frame")
+
+
+def check_mode(reparam):
+    """The `reparam` argument: "auto" or False (True is read as "auto")."""
+    if reparam is True:
+        return "auto"
+    if reparam not in MODES:
+        raise ValueError(f"reparam must be 'auto' or False, got {reparam!r}")
+    return reparam
+
+
+def applies(target, reparam, *, init=None, manual=False) -> dict:
+    """{site: Site} to rewrite: NumPyro targets with location-scale sites that have latent
+    parents, under reparam="auto", the automatic warm-up and no given start; else {}."""
+    info = getattr(target, "info", None) or {}
+    if check_mode(reparam) is False or manual or init is not None or "numpyro" not in info:
+        return {}
+    from ..targets.reparam import find_sites
+
+    spec = info["numpyro"]
+    try:
+        return find_sites(spec["model"], spec["args"], spec["kwargs"])
+    except Exception:  # a model NumPyro cannot trace for dependencies: run it as it is
+        return {}
+
+
+def choose(target, sites, *, seed=0):
+    """(Reparameterised, gradients of the choice): the fully non-centred model's Gaussian fit
+    gives c; the model rewritten with them."""
+    from ..targets.reparam import centredness, noncentred, reparameterise
+    from .warmup import fit_gaussian
+
+    nc = noncentred(target, sites, seed=seed)
+    fit = fit_gaussian(nc.target, "auto", seed=seed)
+    c = centredness(nc.target, sites, fit.mean, fit.factor)
+    return reparameterise(target, sites, c, seed=seed), int(fit.grad_evals), fit.kind
+
+
+def sample_reparameterised(sample, target, sites, *, names=None, seed=0, **kw):
+    """`sample(...)` on the rewritten model, the result in the original sites' coordinates."""
+    from ..results.build import model_info
+    from ..targets.reparam import describe
+    from .sample import parameter_names
+
+    rep, grads, kind = choose(target, sites, seed=seed)
+    diagnostics = kw.pop("diagnostics", True)
+    res = sample(rep.target, seed=seed, reparam=False, diagnostics=False, **kw)
+    draws = rep.to_original(res.draws)
+    out = dataclasses.replace(
+        res, draws=draws, names=parameter_names(target, names), preconditioner=None,
+        model_info=model_info(target), diagnostics=None,
+        warmup_grad_evals=res.warmup_grad_evals + grads,
+        total_grad_evals=res.total_grad_evals + grads,
+        reparam={"sites": describe(rep.centred, sites), "grad_evals": grads, "fit": kind,
+                 "dim": rep.target.dim})
+    if diagnostics:
+        out.diagnostics = _diagnose(target, out, kw.get("target_accept"))
+    return out
+
+
+def _diagnose(target, res, target_accept):
+    """The original sites' diagnostics with the exact kernel's divergence and acceptance
+    problems, as `sample` judges its own runs."""
+    from .. import _warnings
+    from .kernels import get_method
+    from .sample import diagnose_result
+
+    n = res.draws.shape[1]
+    if n - int(round(res.burn_in_default * n)) < 4:
+        return None
+    dg = diagnose_result(target, res)
+    m = get_method(res.method)
+    if m.adjusted and res.chains:
+        from .adapt import TARGET_ACCEPT, verdict_problems
+
+        acc = TARGET_ACCEPT if target_accept is None else float(target_accept)
+        dg.problems.extend(verdict_problems(res.chains, acc, res.tuning,
+                                            unconverged=bool(dg.problems)))
+    if not dg.converged:
+        _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+    return dg
+
+
+def describe_reparam(r: dict) -> str:
+    """One line: which sites were rewritten, with which centredness, at what cost."""
+    parts = []
+    for k, s in r["sites"].items():
+        c = s["centredness"]
+        cs = (f"c = {c:.2f}" if isinstance(c, float) else
+              f"c = {s['min']:.2f} (all)" if s["min"] == s["max"] else
+              f"c from {s['min']:.2f} to {s['max']:.2f}")
+        parts.append(f"{k} ({s['family']}, {cs})")
+    return ("reparameterised (0 = non-centred, 1 = centred): " + "; ".join(parts)
+            + f"; chosen by a Gaussian fit of the non-centred model ({r['fit']}, "
+            f"{r['grad_evals']} gradients)")
+
+
+__all__ = ["sample_reparameterised", "applies", "choose", "check_mode", "describe_reparam"]
