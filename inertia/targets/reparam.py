@@ -35,10 +35,12 @@ class Site(NamedTuple):
 
 class Reparameterised(NamedTuple):
     """The target in the chosen coordinates, the map of its unconstrained draws (..., d') to the
-    original model's unconstrained coordinates (..., d), and the centredness chosen per site."""
+    original model's unconstrained coordinates (..., d) (NumPy, batched), the same map of one
+    flat vector as a JAX function, and the centredness chosen per site."""
 
     target: object
     to_original: object
+    point_map: object
     centred: dict
     sites: dict
 
@@ -181,7 +183,7 @@ def reparameterise(target, sites: dict, centred: dict, *, name: Optional[str] = 
         x = np.asarray(batched(flat)) if flat.shape[0] else np.zeros((0, target.dim))
         return x.reshape(lead + (target.dim,))
 
-    return Reparameterised(rt, to_original, centred, sites)
+    return Reparameterised(rt, to_original, one, centred, sites)
 
 
 def noncentred(target, sites: dict, seed: int = 0):
