@@ -68,24 +68,81 @@ def choose(target, sites, *, seed=0):
 
 def sample_reparameterised(sample, target, sites, *, names=None, seed=0, **kw):
     """`sample(...)` on the rewritten model, the result in the original sites' coordinates."""
+    rep, grads, how = choose(target, sites, seed=seed)
+    diagnostics = kw.pop("diagnostics", True)
+    res = sample(rep.target, seed=seed, reparam=False, diagnostics=False, **kw)
+    return in_original(res, target, rep, grads, how, names=names, diagnostics=diagnostics,
+                       target_accept=kw.get("target_accept"))
+
+
+def in_original(res, target, rep, grads, how, *, names=None, diagnostics=True,
+                target_accept=None):
+    """A SampleResult of the rewritten model as one of `target`: draws mapped to its
+    unconstrained coordinates, its names and model, the choice's gradients counted, diagnosed
+    on its sites."""
     from ..results.build import model_info
     from ..targets.reparam import describe
     from .sample import parameter_names
 
-    rep, grads, kind = choose(target, sites, seed=seed)
-    diagnostics = kw.pop("diagnostics", True)
-    res = sample(rep.target, seed=seed, reparam=False, diagnostics=False, **kw)
-    draws = rep.to_original(res.draws)
     out = dataclasses.replace(
-        res, draws=draws, names=parameter_names(target, names), preconditioner=None,
-        model_info=model_info(target), diagnostics=None,
+        res, draws=rep.to_original(res.draws), names=parameter_names(target, names),
+        preconditioner=None, model_info=model_info(target), diagnostics=None,
         warmup_grad_evals=res.warmup_grad_evals + grads,
         total_grad_evals=res.total_grad_evals + grads,
-        reparam={"sites": describe(rep.centred, sites), "grad_evals": grads, "fit": kind,
+        reparam={"sites": describe(rep.centred, rep.sites), "grad_evals": grads, "fit": how,
                  "dim": rep.target.dim})
     if diagnostics:
-        out.diagnostics = _diagnose(target, out, kw.get("target_accept"))
+        out.diagnostics = _diagnose(target, out, target_accept)
     return out
+
+
+def original_model_info(target, rep) -> dict:
+    """`results.build.model_info` of `target` whose constrain map reads draws of the rewritten
+    model's unconstrained coordinates (host arrays or traced)."""
+    import jax
+    import jax.numpy as jnp
+
+    from ..results.build import model_info
+
+    info = model_info(target)
+    constrain = info["constrain"]
+
+    def through(x):
+        if isinstance(x, jax.core.Tracer):
+            lead = x.shape[:-1]
+            flat = jax.vmap(rep.point_map)(jnp.reshape(x, (-1, x.shape[-1])))
+            return constrain(jnp.reshape(flat, lead + (target.dim,)))
+        return constrain(rep.to_original(x))
+
+    info["constrain"] = through
+    return info
+
+
+def fit_reparameterised(fit, escalate, target, sites, method=None, **kw):
+    """`vi.fit` of the rewritten model: q is a Gaussian in its coordinates (mean, cov, names);
+    tables and InferenceData read the original sites through the map; `ensure` escalates to the
+    sampler on the rewritten model, its result mapped to the original sites."""
+    from ..targets.reparam import describe
+
+    seed = int(np.ravel(np.asarray(kw.get("seed", 0)))[0])
+    rep, grads, how = choose(target, sites, seed=seed)
+    res = fit(rep.target, method, **kw)
+    res.model_info = original_model_info(target, rep)
+    res.constrain = res.model_info["constrain"]
+    res.reparam = {"sites": describe(rep.centred, sites), "grad_evals": grads, "fit": how,
+                   "dim": rep.target.dim}
+    res.events.insert(0, {"event": "reparameterised", "step": 0, "grad_evals": grads,
+                          "centredness": {k: v["centredness"]
+                                          for k, v in res.reparam["sites"].items()}})
+    ensure = kw.get("ensure", getattr(kw.get("options"), "ensure", None))
+    if ensure is None:
+        return res
+    out = escalate(res, rep.target, ensure, seed=seed, progress=bool(kw.get("progress", False)))
+    if out is res:
+        return res
+    mapped = in_original(out, target, rep, grads, how)
+    mapped.fit, mapped.verdicts = out.fit, out.verdicts
+    return mapped
 
 
 def _diagnose(target, res, target_accept):
@@ -125,4 +182,5 @@ def describe_reparam(r: dict) -> str:
             f"{r['grad_evals']} gradients)")
 
 
-__all__ = ["sample_reparameterised", "applies", "choose", "check_mode", "describe_reparam"]
+__all__ = ["sample_reparameterised", "fit_reparameterised", "in_original", "applies", "choose",
+           "check_mode", "describe_reparam"]
