@@ -35,12 +35,20 @@ OUT = ROOT / "benchmarks" / "results" / "posteriors_reparam.json"
 DOC = ROOT / "docs" / "validation" / "reparam.md"
 
 
-def run_inertia(post, seed):
-    """`sample(post.target, seed=seed)` with its reparameterisation report."""
+def run_inertia(post, seed, rounded=False):
+    """`sample(post.target, seed=seed)` with its reparameterisation report; `rounded`: each
+    chosen c rounded to 0 or 1 (the comparison of fractional and all-or-nothing centring)."""
+    import inertia.targets.reparam as rp
     from inertia.mcmc import sample
 
+    chosen = rp.centredness
+    if rounded:
+        rp.centredness = lambda *a, **k: {n: np.round(c) for n, c in chosen(*a, **k).items()}
     t0 = time.perf_counter()
-    res = sample(post.target, seed=seed)
+    try:
+        res = sample(post.target, seed=seed)
+    finally:
+        rp.centredness = chosen
     wall = time.perf_counter() - t0
     diag = res.diagnostics
     rep = res.reparam or {}
@@ -85,17 +93,44 @@ OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/reparam.py
 ```
 
 Measured on {machine}, inertia {git}, jax {jax}, numpyro {numpyro}, {date}{load}.
+Rows "c rounded to 0 or 1" (`reparam.py --rounded NAMES`) rerun inertia with each chosen c
+rounded to the nearer of full non-centring and full centring.
 
 | model | sampler | verdict | c chosen | max mean err (z) | max sd err (z) | min ESS | grads / ESS | vs NUTS dense (twin) | wall s |
 |---|---|---|---|---|---|---|---|---|---|
 """
 
 
+NOTES = """
+## Reading the table
+
+- **Converged and right.** Every centred model is converged under the default call, and every
+  error is within the Monte Carlo error (z below 4) except the funnel's sd of x, next item.
+- **The funnel's sd of x.** x has E x^4 = 3 e^18 against sd^4 = e^9, so the standard error of an
+  sd estimated from n draws is about sqrt(3 e^9 / n) / 2 sd: 0.6 sd at the 16 000 draws here. The
+  0.14 sd error is a quarter of that; the z-score uses ArviZ's MCSE of the sd, estimated from the
+  draws themselves, which rarely reach the tail that dominates it, and so understates it. The
+  funnel's c is 0 (its Gaussian fit is exact: x~ ~ N(0, 1) independent of v), so the rewritten
+  model is the twin and the two inertia rows are the same run.
+- **Gradients per ESS.** inertia on the centred model is at 0.07 to 0.47 of dense NUTS on the
+  hand-non-centred twin, the choice of c included. Where the chosen c is far from 0 (hier-linear-8,
+  6 rows a group, c about 0.73; multilevel-40's data-rich groups, c up to 0.86) the partial
+  centring beats the hand non-centring itself (inertia's twin rows).
+- **Fractional c.** Rounding each c to 0 or 1 doubles to quadruples the gradients per ESS on
+  the two models with groups of moderate data (rows "c rounded to 0 or 1"): a per-element c
+  between the extremes is what makes both the data-poor and the data-rich groups mix.
+- **Models already non-centred** have no site to rewrite (their hierarchical sites have
+  constant location and scale): `sample` runs them exactly as with `reparam=False`, so the
+  posterior suite's other models keep their numbers.
+"""
+
+
 def report(data, doc):
     rows, meta = data["rows"], data["meta"]
     cfg = SETTINGS["full"]
-    lines = [PAGE.format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1],
-                         names=" ".join(REPARAM_PAIRS), load=meta.get("load", ""),
+    load = f"; {meta['load']}" if meta.get("load") else ""
+    lines = [PAGE.rstrip("\n").format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1],
+                         names=" ".join(REPARAM_PAIRS), load=load,
                          **{k: meta.get(k) for k in ("machine", "git", "jax", "numpyro",
                                                      "date")})]
     dense = {r["pair"]: r for r in rows if r["method"] == "nuts-dense" and "error" not in r}
@@ -116,7 +151,7 @@ def report(data, doc):
             f"{r['min_ess_bulk']:.0f} | {r['grads_per_ess']:.1f} | "
             + (f"{ratio:.2f}" if ratio is not None else "—") + f" | {r['wall_s']:.1f} |")
     lines += ["", "Wall times include compilation" + (" and were measured on a shared machine"
-                                                     if meta.get("load") else "") + "."]
+                                                     if meta.get("load") else "") + ".", NOTES]
     Path(doc).write_text("\n".join(lines) + "\n")
 
 
@@ -128,6 +163,8 @@ def main(argv=None):
     ap.add_argument("--doc", default=str(DOC))
     ap.add_argument("--load", default="", help="a note on the machine's load for the page")
     ap.add_argument("--report", action="store_true", help="only rewrite the page from the JSON")
+    ap.add_argument("--rounded", action="store_true",
+                    help="add rows of inertia with each c rounded to 0 or 1 to the JSON")
     a = ap.parse_args(argv)
     if a.report:
         report(json.loads(Path(a.json).read_text()), a.doc)
@@ -139,6 +176,18 @@ def main(argv=None):
     from run import _git
 
     refs = json.loads(REF.read_text())
+    if a.rounded:
+        data = json.loads(Path(a.json).read_text())
+        for name in a.names:
+            res = run_inertia(load(name), a.seed, rounded=True)
+            row = score(load(name), res, refs[name], "inertia")
+            row.update(pair=name, label="inertia (centred, c rounded to 0 or 1)")
+            data["rows"].append(row)
+            print(f"{name:26s} rounded c: grads/ESS {row['grads_per_ess']:.1f}", flush=True)
+            Path(a.json).write_text(json.dumps(data, indent=1, default=float))
+        data["rows"].sort(key=lambda r: list(REPARAM_PAIRS).index(r["pair"]))
+        report(data, a.doc)
+        return 0
     data = {"meta": {"git": _git(), "jax": jax.__version__, "numpyro": numpyro.__version__,
                      "machine": f"{platform.machine()} CPU ({jax.devices()[0].platform})",
                      "date": time.strftime("%Y-%m-%d"), "target_ess": TARGET_ESS,
