@@ -18,7 +18,7 @@ MODES = ("auto", False)
 # `sample`'s arguments handed to the run on the rewritten model (init and the given parameters
 # never are: the rewrite happens under the automatic warm-up without a start only)
 FORWARDED = ("method", "num_chains", "num_steps", "seed", "thinning", "on_divergence", "progress",
-             "precondition", "bias_tol", "target_ess", "max_steps", "names", "diagnostics",
+             "precondition", "bias_tol", "target_ess", "max_steps", "diagnostics",
              "target_accept", "frame")
 
 
@@ -66,33 +66,33 @@ def choose(target, sites, *, seed=0):
     return reparameterise(target, sites, c, seed=seed), int(grads), how
 
 
-def sample_reparameterised(sample, target, sites, *, names=None, seed=0, **kw):
-    """`sample(...)` on the rewritten model, the result in the original sites' coordinates."""
+def sample_reparameterised(sample, diagnose, target, sites, *, names, seed=0, **kw):
+    """`sample(...)` on the rewritten model, the result in the original sites' coordinates
+    (`names`: theirs; `diagnose`: `sample.diagnose_result`, passed in by the caller)."""
     rep, grads, how = choose(target, sites, seed=seed)
     diagnostics = kw.pop("diagnostics", True)
-    res = sample(rep.target, seed=seed, reparam=False, diagnostics=False, **kw)
-    return in_original(res, target, rep, grads, how, names=names, diagnostics=diagnostics,
+    res = sample(rep.target, seed=seed, reparam=False, diagnostics=False, names=names, **kw)
+    return in_original(res, target, rep, grads, how, names=names,
+                       diagnose=diagnose if diagnostics else None,
                        target_accept=kw.get("target_accept"))
 
 
-def in_original(res, target, rep, grads, how, *, names=None, diagnostics=True,
-                target_accept=None):
+def in_original(res, target, rep, grads, how, *, names, diagnose=None, target_accept=None):
     """A SampleResult of the rewritten model as one of `target`: draws mapped to its
     unconstrained coordinates, its names and model, the choice's gradients counted, diagnosed
-    on its sites."""
+    on its sites by `diagnose(target, result)` (none if None)."""
     from ..results.build import model_info
     from ..targets.reparam import describe
-    from .sample import parameter_names
 
     out = dataclasses.replace(
-        res, draws=rep.to_original(res.draws), names=parameter_names(target, names),
+        res, draws=rep.to_original(res.draws), names=list(names),
         preconditioner=None, model_info=model_info(target), diagnostics=None,
         warmup_grad_evals=res.warmup_grad_evals + grads,
         total_grad_evals=res.total_grad_evals + grads,
         reparam={"sites": describe(rep.centred, rep.sites), "grad_evals": grads, "fit": how,
                  "dim": rep.target.dim})
-    if diagnostics:
-        out.diagnostics = _diagnose(target, out, target_accept)
+    if diagnose is not None:
+        out.diagnostics = _diagnose(diagnose, target, out, target_accept)
     return out
 
 
@@ -118,7 +118,7 @@ def original_model_info(target, rep) -> dict:
     return info
 
 
-def fit_reparameterised(fit, escalate, target, sites, method=None, **kw):
+def fit_reparameterised(fit, escalate, diagnose, target, sites, method=None, **kw):
     """`vi.fit` of the rewritten model: q is a Gaussian in its coordinates (mean, cov, names);
     tables and InferenceData read the original sites through the map; `ensure` escalates to the
     sampler on the rewritten model, its result mapped to the original sites."""
@@ -140,17 +140,17 @@ def fit_reparameterised(fit, escalate, target, sites, method=None, **kw):
     out = escalate(res, rep.target, ensure, seed=seed, progress=bool(kw.get("progress", False)))
     if out is res:
         return res
-    mapped = in_original(out, target, rep, grads, how)
+    mapped = in_original(out, target, rep, grads, how, names=target.info["names"],
+                         diagnose=diagnose)
     mapped.fit, mapped.verdicts = out.fit, out.verdicts
     return mapped
 
 
-def _diagnose(target, res, target_accept):
+def _diagnose(diagnose_result, target, res, target_accept):
     """The original sites' diagnostics with the exact kernel's divergence and acceptance
     problems, as `sample` judges its own runs."""
     from .. import _warnings
     from .kernels import get_method
-    from .sample import diagnose_result
 
     n = res.draws.shape[1]
     if n - int(round(res.burn_in_default * n)) < 4:

@@ -483,8 +483,9 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     sites = reparam_run.applies(target, reparam, init=init, manual=not (
         step_size is None and gamma is None and alpha is None and num_leapfrog is None))
     if sites:
-        return reparam_run.sample_reparameterised(sample, target, sites, **{
-            k: v for k, v in locals().items() if k in reparam_run.FORWARDED})
+        return reparam_run.sample_reparameterised(
+            sample, diagnose_result, target, sites, names=parameter_names(target, names),
+            **{k: v for k, v in locals().items() if k in reparam_run.FORWARDED})
     m = get_method(method) if isinstance(method, str) else method
     seed, num_steps, target_ess = _check_args(
         target, m, num_leapfrog=num_leapfrog, target_accept=target_accept, seed=seed,

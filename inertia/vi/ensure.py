@@ -19,7 +19,10 @@ def fit(target, method=None, *, reparam=False, **kw):
 
     sites = reparam_run.applies(target, reparam, init=kw.get("init"))
     if sites:
-        return reparam_run.fit_reparameterised(_fit, escalate, target, sites, method, **kw)
+        from ..mcmc.sample import diagnose_result
+
+        return reparam_run.fit_reparameterised(_fit, escalate, diagnose_result, target, sites,
+                                               method, **kw)
     res = _fit(target, method, **kw)
     ensure = kw.get("ensure", getattr(kw.get("options"), "ensure", None))
     if ensure is None:
