@@ -118,3 +118,30 @@ def test_given_start_or_parameters_keep_the_model():
     assert res.reparam is None
     with pytest.raises(ValueError, match="reparam"):
         sample(t, reparam="always", **SHORT)
+
+
+def test_cli_reports_the_rewrite_and_turns_it_off(tmp_path, capsys):
+    """`inertia sample` on a centred model: the JSON and the printed report name the rewritten
+    site; `--no-reparam` runs the model as written (no rewrite recorded)."""
+    import json
+
+    from inertia.cli import main
+
+    mf = tmp_path / "m.py"
+    mf.write_text("import numpyro\nimport numpyro.distributions as dist\n"
+                  "def model(y):\n"
+                  "    mu = numpyro.sample('mu', dist.Normal(0.0, 1.0))\n"
+                  "    with numpyro.plate('J', len(y)):\n"
+                  "        theta = numpyro.sample('theta', dist.Normal(mu, 1.0))\n"
+                  "        numpyro.sample('y', dist.Normal(theta, 1.0), obs=y)\n")
+    csv = tmp_path / "d.csv"
+    csv.write_text("y\n1.0\n-0.5\n2.0\n")
+    common = ["sample", "--model", f"{mf}:model", "--data", str(csv), "--steps", "100",
+              "--target-ess", "0", "--chains", "2", "--quiet", "--allow-unconverged"]
+    for flag, rewritten in (([], True), (["--no-reparam"], False)):
+        out = tmp_path / f"s{len(flag)}.json"
+        assert main(common + flag + ["--json", str(out)]) == 0
+        d = json.loads(out.read_text())
+        assert (d["reparam"] is not None) == rewritten
+        assert ("reparameterised" in capsys.readouterr().out) == rewritten
+        assert [r["name"] for r in d["summary"]] == ["mu", "theta[0]", "theta[1]", "theta[2]"]
