@@ -1,4 +1,4 @@
-"""Centred hierarchies reparameterised by `sample`, against NumPyro NUTS on the hand-non-centred twins.
+"""Centred hierarchies reparameterised by `sample`, against NumPyro NUTS on hand-non-centred twins.
 
 Per pair of `models.REPARAM_PAIRS` (a centred model and its non-centred twin, the same posterior):
 inertia's default `sample(target, seed)` on the CENTRED model (reparam="auto": the sites it
@@ -97,9 +97,9 @@ Measured on {machine}, inertia {git}, jax {jax}, numpyro {numpyro}, {date}{load}
 Rows "c rounded to 0 or 1" (`reparam.py --rounded NAMES`) rerun inertia with each chosen c
 rounded to the nearer of full non-centring and full centring.
 
-| model | sampler | verdict | c chosen | max mean err (z) | max sd err (z) | min ESS | grads / ESS | vs NUTS dense (twin) | wall s |
-|---|---|---|---|---|---|---|---|---|---|
 """
+HEADER = ("| model | sampler | verdict | c chosen | max mean err (z) | max sd err (z) | min ESS "
+          "| grads / ESS | vs NUTS dense (twin) | wall s |\n" + "|---" * 10 + "|")
 
 
 NOTES = """
@@ -109,8 +109,9 @@ NOTES = """
   error is within the Monte Carlo error (z below 4) except the funnel's sd of x, next item.
 - **The funnel's sd of x.** x has E x^4 = 3 e^18 against sd^4 = e^9, so the standard error of an
   sd estimated from n independent draws is about sqrt(3 e^9 / n) / 2 sd: 0.6 sd at n = 16 000,
-  more for fewer. The 0.14 sd error is well within that; the z-score uses ArviZ's MCSE of the sd, estimated from the
-  draws themselves, which rarely reach the tail that dominates it, and so understates it. The
+  more for fewer. The 0.14 sd error is well within that; the z-score uses ArviZ's MCSE of the
+  sd, estimated from the draws themselves, which rarely reach the tail that dominates it, and
+  so understates it. The
   funnel's c is 0 (its Gaussian fit is exact: x~ ~ N(0, 1) independent of v), so the rewritten
   model is the twin and the two inertia rows are the same run.
 - **Gradients per ESS.** inertia on the centred model is at 0.07 to 0.47 of dense NUTS on the
@@ -131,10 +132,10 @@ def report(data, doc):
     rows = sorted(data["rows"], key=lambda r: list(REPARAM_PAIRS).index(r["pair"]))
     cfg = SETTINGS["full"]
     load = f"; {meta['load']}" if meta.get("load") else ""
-    lines = [PAGE.rstrip("\n").format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1],
+    lines = [PAGE.format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1],
                          names=" ".join(REPARAM_PAIRS), load=load,
                          **{k: meta.get(k) for k in ("machine", "git", "jax", "numpyro",
-                                                     "date")})]
+                                                     "date")}) + HEADER]
     dense = {r["pair"]: r for r in rows if r["method"] == "nuts-dense" and "error" not in r}
     for r in rows:
         if "error" in r:

@@ -1,4 +1,4 @@
-"""`vi.fit(..., reparam="auto")` (`inertia.mcmc.reparam_run.fit_reparameterised`): q is fitted in the
+"""`vi.fit(..., reparam="auto")` (`mcmc.reparam_run.fit_reparameterised`): q is fitted in the
 rewritten coordinates and read in the model's own sites."""
 import jax.numpy as jnp
 import numpy as np
