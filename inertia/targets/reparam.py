@@ -63,16 +63,22 @@ def find_sites(model, model_args=(), model_kwargs=None) -> dict:
 
     model_kwargs = dict(model_kwargs or {})
 
+    def traced(fn):  # loc or scale computed from traced values: maybe from latent sites
+        return any(isinstance(getattr(fn, a, None), jax.core.Tracer) for a in ("loc", "scale"))
+
     def kinds(key):
         tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
-        found.update({k: (type(_base(s["fn"])).__name__, tuple(jnp.shape(s["value"])))
+        found.update({k: (type(_base(s["fn"])).__name__, tuple(jnp.shape(s["value"])),
+                          traced(_base(s["fn"])))
                       for k, s in tr.items()
                       if s["type"] == "sample" and not s["is_observed"]})
         return 0
 
     found: dict = {}
     jax.eval_shape(kinds, jax.ShapeDtypeStruct((2,), jnp.uint32))
-    candidates = {k: v for k, v in found.items() if v[0] in FAMILIES}
+    # constants (the usual priors) are Python or NumPy numbers in the trace: only sites whose
+    # loc or scale is a tracer need NumPyro's dependency trace (a model run)
+    candidates = {k: v[:2] for k, v in found.items() if v[0] in FAMILIES and v[2]}
     if not candidates:
         return {}
     deps = get_dependencies(model, tuple(model_args), model_kwargs)["prior_dependencies"]
