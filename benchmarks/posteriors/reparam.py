@@ -67,6 +67,14 @@ def _c(rep):
                      for k, s in rep.items())
 
 
+def _chosen(row):
+    """The c column: the sites rewritten, their c range and the gradients of the choice."""
+    d = row["detail"]
+    if row["method"] != "inertia" or not d.get("reparam"):
+        return "none" if row["method"] == "inertia" else ""
+    return f"{_c(d['reparam'])} ({d['reparam_grads']} gradients)"
+
+
 PAGE = """# Centred hierarchies, reparameterised automatically
 
 `inertia.mcmc.sample` rewrites a NumPyro model's location-scale sites whose location or scale
@@ -75,7 +83,8 @@ that on centred hierarchies the default call converges to the right answer, at n
 per effective sample than NumPyro NUTS with a dense mass matrix on the model non-centred by hand.
 
 Per pair, in one process: **inertia (centred)** is `sample(target, seed=0)` on the centred model
-(the sites it rewrote and the range of their centredness c, 0 = non-centred, 1 = centred);
+(the sites it rewrote, the range of their centredness c, 0 = non-centred, 1 = centred, and the
+gradients of that choice);
 **inertia (twin)** the same call on the hand-non-centred twin; **nuts-dense (twin)** NumPyro NUTS
 with a dense mass matrix on the twin, 4 chains, {nuts_w} warm-up + {nuts_n} draws extended while
 the smallest bulk ESS is below 400 or an R-hat above 1.01 (warm-up gradients counted). Errors are
@@ -148,7 +157,7 @@ def report(data, doc):
         lines.append(
             f"| {r['posterior']} | {r['label']} | "
             f"{'converged' if r['converged'] else 'not converged'} | "
-            f"{_c(r['detail'].get('reparam')) if r['method'] == 'inertia' else ''} | "
+            f"{_chosen(r)} | "
             f"{r['max_mean_err']:.3f} ({r['max_mean_err_at']}, {r['max_mean_err_z']:.1f}) | "
             f"{r['max_sd_err']:.3f} ({r['max_sd_err_at']}, {r['max_sd_err_z']:.1f}) | "
             f"{r['min_ess_bulk']:.0f} | {r['grads_per_ess']:.1f} | "
