@@ -286,6 +286,59 @@ def hier_linear_data():
     return jnp.asarray(g), jnp.asarray(x), jnp.asarray(y), G
 
 
+def multilevel_data():
+    """40 groups of unequal size (10 of 1 row, 8 of 2, 8 of 5, 8 of 15, 6 of 40: 426 rows), numpy
+    default_rng(7): intercepts N(1, 0.5^2), slope 0.7, noise sd 1; data-rich groups are best
+    centred, data-poor ones non-centred."""
+    r = np.random.default_rng(7)
+    sizes = [1] * 10 + [2] * 8 + [5] * 8 + [15] * 8 + [40] * 6
+    G = len(sizes)
+    g = np.repeat(np.arange(G), sizes)
+    x = r.standard_normal(g.size)
+    y = r.normal(1.0, 0.5, G)[g] + 0.7 * x + r.standard_normal(g.size)
+    return jnp.asarray(g), jnp.asarray(x), jnp.asarray(y), G
+
+
+def funnel_model(d=FUNNEL_D):
+    """Neal's funnel as a NumPyro model: v ~ N(0, 3^2), x_i | v ~ N(0, e^v), i < d - 1."""
+    v = numpyro.sample("v", dist.Normal(0.0, 3.0))
+    numpyro.sample("x", dist.Normal(0.0, jnp.exp(v / 2)).expand([d - 1]).to_event(1))
+
+
+def funnel_model_noncentred(d=FUNNEL_D):
+    v = numpyro.sample("v", dist.Normal(0.0, 3.0))
+    x_raw = numpyro.sample("x_raw", dist.Normal(0.0, 1.0).expand([d - 1]).to_event(1))
+    numpyro.deterministic("x", jnp.exp(v / 2) * x_raw)
+
+
+def funnel_numpyro(model, name, description):
+    names = ["v"] + [f"x[{i}]" for i in range(FUNNEL_D - 1)]
+    ex = {"mean": {n: 0.0 for n in names},
+          "sd": {"v": 3.0, **{n: float(np.exp(9.0 / 4.0)) for n in names[1:]}}}
+    return _numpyro(name, HARD, description, model, (), exact=ex)
+
+
+SCHOOLS_T_DF = 3.0
+
+
+def schools_t(sigma, y):
+    """Eight schools with a Student-t (3 degrees of freedom) group law, centred."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+    with numpyro.plate("J", len(y)):
+        theta = numpyro.sample("theta", dist.StudentT(SCHOOLS_T_DF, mu, tau))
+        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+
+def schools_t_noncentred(sigma, y):
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+    with numpyro.plate("J", len(y)):
+        theta_tilde = numpyro.sample("theta_tilde", dist.StudentT(SCHOOLS_T_DF, 0.0, 1.0))
+        theta = numpyro.deterministic("theta", mu + tau * theta_tilde)
+        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+
 def stoch_vol(y):
     T = y.shape[0]
     mu = numpyro.sample("mu", dist.Normal(0.0, 2.0))
@@ -397,12 +450,41 @@ BUILDERS: dict[str, Callable[[], Posterior]] = {
     "ar5": lambda: _numpyro("ar5", NEAR, "AR(5) with intercept and unknown noise sd, 300 points "
                             "(d = 7)", ar, ar5_data()),
     "gp-gaussian": gp_gaussian,
+    "multilevel-40": lambda: _numpyro(
+        "multilevel-40", HARD, "40-group hierarchical linear regression, centred, 1 to 40 rows a "
+        "group (d = 44, 426 rows)", hier_linear, multilevel_data()),
+    "multilevel-40-noncentred": lambda: _numpyro(
+        "multilevel-40-noncentred", HARD, "the same, non-centred (the reference of "
+        "multilevel-40)", hier_linear_noncentred, multilevel_data()),
+    "funnel-numpyro": lambda: funnel_numpyro(
+        funnel_model, "funnel-numpyro", "Neal's funnel as a NumPyro model, centred (d = 10)"),
+    "funnel-numpyro-noncentred": lambda: funnel_numpyro(
+        funnel_model_noncentred, "funnel-numpyro-noncentred",
+        "Neal's funnel as a NumPyro model, non-centred (d = 10)"),
+    "schools-t": lambda: _numpyro(
+        "schools-t", HARD, "eight schools with a Student-t(3) group law, centred (d = 10)",
+        schools_t, _schools(None)),
+    "schools-t-noncentred": lambda: _numpyro(
+        "schools-t-noncentred", HARD, "the same, non-centred (the reference of schools-t)",
+        schools_t_noncentred, _schools(None)),
 }
 # centred models whose reference is a long run of their non-centred twin (the same posterior)
 SHARED_REFERENCE = {"eight-schools-centred": "eight-schools-noncentred",
-                    "hier-linear-8": "hier-linear-8-noncentred"}
-NAMES = tuple(n for n in BUILDERS if n != "hier-linear-8-noncentred")
-EXACT_DRAWS = {"banana": banana_draws, "funnel": funnel_draws, "mixture": mixture_draws}
+                    "hier-linear-8": "hier-linear-8-noncentred",
+                    "multilevel-40": "multilevel-40-noncentred",
+                    "schools-t": "schools-t-noncentred"}
+# the centred hierarchies that `sample` reparameterises, each beside its hand-non-centred twin
+# (benchmarks/posteriors/reparam.py)
+REPARAM_PAIRS = {"eight-schools-centred": "eight-schools-noncentred",
+                 "hier-linear-8": "hier-linear-8-noncentred",
+                 "multilevel-40": "multilevel-40-noncentred",
+                 "funnel-numpyro": "funnel-numpyro-noncentred",
+                 "schools-t": "schools-t-noncentred"}
+# twins that serve only as references (eight-schools-noncentred stays a suite entry of its own)
+NAMES = tuple(n for n in BUILDERS
+              if n not in set(REPARAM_PAIRS.values()) - {"eight-schools-noncentred"})
+EXACT_DRAWS = {"banana": banana_draws, "funnel": funnel_draws, "mixture": mixture_draws,
+               "funnel-numpyro": funnel_draws}
 
 
 def load(name: str) -> Posterior:

@@ -4,8 +4,8 @@ Exact where the law is known (banana, funnel, mixture: closed-form moments; scal
 gp-gaussian: Gaussian posteriors by linear algebra; MCSE 0). Otherwise one long NumPyro NUTS run
 on the target's potential: dense mass matrix, target_accept_prob 0.95, 4 chains x (2 000 warm-up
 + 20 000 draws), R-hat <= 1.01 checked; means, sds, ArviZ MCSEs and bulk ESS stored per quantity.
-The centred models (eight schools, hier-linear-8) take their non-centred twins' references (the
-same posteriors).
+The centred models (eight schools, hier-linear-8, multilevel-40, schools-t) take their non-centred
+twins' references (the same posteriors, `models.SHARED_REFERENCE`).
 Run: `OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/reference.py [names...] [--force]`;
 writes benchmarks/results/posteriors_reference.json (resumable per posterior).
 """

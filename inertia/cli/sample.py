@@ -61,7 +61,8 @@ def _run(args) -> int:
                      target_accept=args.target_accept, num_chains=args.chains, num_steps=steps, seed=args.seed,
                      thinning=args.thinning, progress=not args.quiet, precondition=args.precondition,
                      bias_tol=args.bias_tol, target_ess=target_ess,
-                     max_steps=args.max_steps, names=names)
+                     max_steps=args.max_steps, names=names,
+                     reparam=False if args.no_reparam else "auto")
     burn = args.burn_in
     mean, cov = res.moments(burn)
     dg = res.diagnostics
@@ -78,7 +79,8 @@ def _run(args) -> int:
            "converged": res.converged, "problems": list(res.verdict.problems),
            "verdict": res.verdict.line(),
             "diagnostics": dg.to_dict() if dg is not None else None,
-            "summary": res.summary() if dg is not None else None}
+            "summary": res.summary() if dg is not None else None,
+            "reparam": res.reparam}
     if res.chains:  # exact kernel: per chain
         out.update({k: res.chains[k] for k in ("acceptance_rate", "flow_acceptance_rate",
                                                "divergences", "step_size")})
@@ -174,6 +176,11 @@ def add_parser(subparsers):
     p.add_argument("--precondition", choices=("auto", "laplace", "vi", "none"), default="auto",
                    help="warm-up preconditioner x = m + L z: auto (Laplace; VI where the Laplace "
                         "fit is unusable), laplace, vi (inertia.vi.fit, costlier), none")
+    p.add_argument("--no-reparam", action="store_true",
+                   help="NumPyro models: run the model as written (by default location-scale "
+                        "sites whose loc or scale depends on other latent sites run partially "
+                        "non-centred, the centredness chosen by a Gaussian fit; draws and tables "
+                        "stay those of the original sites)")
     p.add_argument("--bias-tol", type=float, default=0.03,
                    help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
     p.add_argument("--chains", type=_positive_int, default=4, help="number of chains")

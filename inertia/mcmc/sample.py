@@ -57,6 +57,7 @@ class SampleResult:
     model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
     total_grad_evals: int = 0
     chains: Optional[dict] = None
+    reparam: Optional[dict] = None  # sites rewritten and their centredness (mcmc.reparam_run)
 
     @property
     def verdict(self):
@@ -71,6 +72,9 @@ class SampleResult:
         if self.chains:
             v = v.with_numbers(divergences=int(np.sum(self.chains["divergences"])),
                                min_acceptance_rate=float(np.min(self.chains["acceptance_rate"])))
+        if self.reparam:
+            v = v.with_numbers(reparameterised={k: s["centredness"]
+                                                for k, s in self.reparam["sites"].items()})
         return v
 
     @property
@@ -124,6 +128,10 @@ class SampleResult:
                  "(fit, warm-up and every chain)"]
         if self.tuning:
             lines.append("tuning: " + describe_tuning(self.tuning))
+        if self.reparam:
+            from .reparam_run import describe_reparam
+
+            lines.append(describe_reparam(self.reparam))
         if self.chains:
             c = self.chains
             lines.append(f"exact (Metropolis-adjusted) chains, step size {c['step_size']:.4g}: "
@@ -291,7 +299,8 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
            thinning: int = 1, init=None, on_divergence: str = "raise", progress: bool = False,
            precondition: str = "auto", bias_tol: float = 0.03, target_ess: Optional[float] = None,
            max_steps: Optional[int] = None, names=None, diagnostics: bool = True,
-           target_accept: Optional[float] = None, frame: str = "auto") -> SampleResult:
+           target_accept: Optional[float] = None, frame: str = "auto",
+           reparam="auto") -> SampleResult:
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
 
     Validate, warm up (the scheme the method's registry entry names, `Method.warmup`:
@@ -323,7 +332,20 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     (on_divergence="raise"), or freezes that chain, NaNs its later draws and warns ("stop").
     The result's `diagnostics` (R-hat, ESS, non-finite potential/gradient counts) warn when the run
     is not converged.
+    reparam: "auto" (NumPyro models under the automatic warm-up, no `init`): location-scale sites
+    whose loc or scale depends on other latent sites run partially non-centred, with c chosen by a
+    Gaussian fit of the non-centred model; draws, tables and InferenceData stay those of the
+    original sites, and `result.reparam` says what was rewritten (`inertia.mcmc.reparam_run`).
+    False: the model as written.
     """
+    from . import reparam_run
+
+    sites = reparam_run.applies(target, reparam, init=init, manual=not (
+        step_size is None and gamma is None and alpha is None and num_leapfrog is None))
+    if sites:
+        return reparam_run.sample_reparameterised(
+            sample, diagnose_result, target, sites, names=parameter_names(target, names),
+            **{k: v for k, v in locals().items() if k in reparam_run.FORWARDED})
     m = get_method(method) if isinstance(method, str) else method
     seed, num_steps, target_ess = _check_args(
         target, m, num_leapfrog=num_leapfrog, target_accept=target_accept, seed=seed,

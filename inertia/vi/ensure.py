@@ -12,7 +12,17 @@ from .fit import fit as _fit
 
 
 @functools.wraps(_fit)
-def fit(target, method=None, **kw):
+def fit(target, method=None, *, reparam=False, **kw):
+    # reparam="auto": NumPyro location-scale sites with latent parents partially non-centred,
+    # as `mcmc.sample` does (`mcmc.reparam_run`); q is then Gaussian in those coordinates
+    from ..mcmc import reparam_run
+
+    sites = reparam_run.applies(target, reparam, init=kw.get("init"))
+    if sites:
+        from ..mcmc.sample import diagnose_result
+
+        return reparam_run.fit_reparameterised(_fit, escalate, diagnose_result, target, sites,
+                                               method, **kw)
     res = _fit(target, method, **kw)
     ensure = kw.get("ensure", getattr(kw.get("options"), "ensure", None))
     if ensure is None:
