@@ -73,7 +73,7 @@ def test_sgmcmc_result():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 2))
     y = X @ np.array([0.5, -1.0]) + rng.normal(size=200)
-    res = calibrate("linear", (X, y), batch_size=20, num_steps=1000, seed=0, num_chains=2)
+    res = calibrate("linear", (X, y), batch_size=20, num_steps=10000, seed=0, num_chains=2)
     n = res.draws.shape[0] * res.draws.shape[1]
     ess, rhat, means = _check(res.to_arviz(), "x", 2, n)
     sd_pred = np.sqrt(np.diag(res.predicted_cov))
@@ -83,7 +83,9 @@ def test_sgmcmc_result():
     ess_pred = n / res.iat.per_coord
     # (+ 1e-3: the summary rounds to 3 decimals)
     assert np.all(np.abs(sds - sd_pred) < 4 * sd_pred / np.sqrt(2 * ess_pred) + 1e-3)
-    # ArviZ's bulk ESS against the predicted n / tau (a factor-2 band: ArviZ estimates it from
-    # 2 chains x 900 draws)
-    np.testing.assert_allclose(ess, ess_pred, rtol=0.5)
+    # ArviZ's bulk ESS against the predicted n / tau (tau = 10.2 here): the relative sd of the
+    # estimate from 2 chains x 9,000 draws is ~0.07 (measured 0.048-0.064 on Gaussian VAR(1)
+    # chains with tau = 20 and 2 x 27,000 draws, tests/sgmcmc/test_calibrate.py; the sd scales as
+    # sqrt(tau / n), x 1.22 here), so rtol 0.3 is ~4 sds
+    np.testing.assert_allclose(ess, ess_pred, rtol=0.3)
     assert np.all(np.abs(rhat - 1) < 0.1)

@@ -59,7 +59,9 @@ def test_automatic_fit_reaches_the_closed_form_optimum_from_random_starts(which)
         assert kl_gaussians(init[0], init[1] @ init[1].T, m_star, S_star) > 1.0  # a real start
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            res = fit(t, seed=k, init=init)
+            # the optimum reached is tested, not q as an answer: no PSIS quality check (it reads
+            # the fit and never changes it; tests/vi/test_quality.py tests it)
+            res = fit(t, seed=k, init=init, quality=False)
         m, S = np.asarray(res.mean), np.asarray(res.cov)
         kl = kl_gaussians(m, S, m_star, S_star)
         assert kl < KL_TOL[which], (which, k, kl)

@@ -1,6 +1,7 @@
 """The field's Gaussian VI beyond the paper (FIELD-VI.md): NGVI (Price and Stein Hessians), its
 square-root form, batch-and-match. Exact one-step formulas, query counts, fixed points: the target
-itself on Gaussians, the KL optimum (NGVI) or the score-based optimum (BaM) otherwise."""
+itself on Gaussians, the KL optimum (NGVI) or the score-based optimum (BaM) otherwise. The fits skip
+the PSIS quality check (quality=False): these tests are about the updates, not q as an answer."""
 import math
 
 import jax
@@ -111,7 +112,7 @@ def test_fixed_point_on_gaussian_is_the_target(method, options):
     estimates are exact at q = pi, and pi minimises BaM's batch objective for every batch."""
     t = kappa_family(8, 100.0)
     res = fit(t, method, batch_size=64, num_steps=100, seed=[0, 1], checkpoint_every=100,
-              **options)
+              quality=False, **options)
     g = res.history["gap"]
     assert g[0].min() > 100 and np.all(np.abs(g[-1]) < 1e-10), (method, g[-1])
     mu, cov = t.optimum
@@ -126,7 +127,7 @@ def test_plain_ngvi_noise_floor_on_gaussian_is_exact():
     t = kappa_family(4, 10.0)
     b, rho = 4, 0.5
     res = fit(t, "ngvi", batch_size=b, num_steps=800, seed=list(range(30)), checkpoint_every=1,
-              control=False)
+              quality=False, control=False)
     per_seed = res.history["gap"][100:].mean(0)
     se = per_seed.std(ddof=1) / math.sqrt(per_seed.size)
     floor = rho * 4 / (2 * b * (2 - rho))
@@ -151,9 +152,9 @@ def test_bam_fixed_point_is_not_the_kl_optimum():
     t, u_kl, u_bam = _quartic()
     assert u_kl - u_bam > 0.024
     bam = fit(t, "bam", batch_size=512, num_steps=300, seed=[0, 1, 2], checkpoint_every=300,
-              step_size=1.0)
+              quality=False, step_size=1.0)
     ng = fit(t, "ngvi", batch_size=512, num_steps=300, seed=[0, 1, 2], checkpoint_every=300,
-             schedule="decay", decay_steps=10.0)
+             quality=False, schedule="decay", decay_steps=10.0)
     for res, u in ((bam, u_bam), (ng, u_kl)):
         np.testing.assert_allclose(res.mean, 0.0, atol=0.02)
         np.testing.assert_allclose(res.cov, np.broadcast_to(u * np.eye(2), res.cov.shape),
@@ -171,7 +172,7 @@ def test_ngvi_reaches_the_wdbc_optimum(wdbc):
     0.02 rho_k nats: 4e-4 at the end), and Mahalanobis mean error^2 <= 2e-3."""
     ref = reference(wdbc)
     res = fit(wdbc, "ngvi", batch_size=64, num_steps=500, seed=[0, 1], checkpoint_every=500,
-              schedule="decay", decay_steps=20.0)
+              quality=False, schedule="decay", decay_steps=20.0)
     g = res.history["gap"]
     assert g[0].min() > 100 and np.all(g[-1] <= 1e-3), g[-1]
     P = np.linalg.inv(ref.cov)
