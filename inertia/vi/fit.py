@@ -15,7 +15,8 @@ from .._random import check_seed
 from .._scope import entry_point
 from ..targets.base import Target
 from . import verdict as verdicts
-from .auto import DEFAULT_METHOD, choose_method, default_batch, prepare, warn_small_batch
+from .auto import (DEFAULT_METHOD, Prepared, choose_method, default_batch, prepare,
+                   warn_small_batch)
 from ..progress import warn_long_run
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_hessian, check_memory
@@ -80,6 +81,19 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     seeds = [check_seed(seed)] if np.ndim(seed) == 0 else [check_seed(x) for x in seed]
     if not seeds:
         raise ValueError("seed must be an integer or a non-empty sequence of integers")
+    from .factor import choose_family, fit_family
+
+    family, why = choose_family(target.dim, None if auto_method else method, opts.family,
+                                batch_size or default_batch(method, target.dim), len(seeds))
+    if family == "factor":  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
+        if not auto_method:
+            raise ValueError(f"method {method!r} fits the full-rank family; the factor family "
+                             "takes no method (fit(target, family='factor'))")
+        res = fit_family(target, seeds=seeds, num_steps=num_steps, batch_size=batch_size,
+                         step_size=step_size, init=check_init(target, init), opts=opts,
+                         progress=progress, why=why)
+        return _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
+                       quality)
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
     check_memory(m_spec, target.dim, batch_size, len(seeds))

@@ -86,20 +86,29 @@ def _normals(res, num_draws, seed):
     from .._random import host_normal, key_of
 
     mean = np.asarray(res.mean)
+    width = res.dim + _rank(res)  # the factor family draws (z, eps) of length r + d
     blocks = []
     for j in range(-(-num_draws // FIRST_DRAWS)):
         n = min(FIRST_DRAWS, num_draws - j * FIRST_DRAWS)
         size = FIRST_DRAWS if num_draws >= FIRST_DRAWS else n
-        shape = (size, res.dim) if mean.ndim == 1 else (mean.shape[0], size, res.dim)
+        shape = (size, width) if mean.ndim == 1 else (mean.shape[0], size, width)
         key = key_of((seed + j * BLOCK_SEED) % 2**63)
         xi = np.asarray(host_normal(key, shape, mean.dtype), dtype=np.float64)
         blocks.append((xi[None] if mean.ndim == 1 else xi)[:, :n])
     return np.concatenate(blocks, axis=1)
 
 
+def _rank(res) -> int:
+    """r of a factor-family result (`vi.factor`, covariance B B^T + diag(D^2)); 0 otherwise."""
+    return int(res.cov.rank) if getattr(res, "coords", None) == "factor" else 0
+
+
 def draws_of(res, num_draws, seed):
-    """(seed, draw, d) draws m + A xi of q at `_normals(res, num_draws, seed)`."""
+    """(seed, draw, d) draws m + A xi of q at `_normals(res, num_draws, seed)` (m + B z + D eps for
+    the factor family)."""
     xi = _normals(res, num_draws, seed)
+    if _rank(res):
+        return res.cov.draws(np.asarray(res.mean, np.float64), xi)
     means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
     factors = np.asarray(res.factor, dtype=np.float64).reshape(-1, res.dim, res.dim)
     return means[:, None, :] + np.einsum("snj,sij->sni", xi, factors)
@@ -111,6 +120,8 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0) -> np.nd
     (the data are its arguments); -inf where V is not finite (a draw outside the support)."""
     from .monitor import CHUNK, _on_draws
 
+    if _rank(res):
+        return _factor_log_weights(target, res, num_draws, seed)
     xi = _normals(res, num_draws, seed)
     means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
     factors = np.asarray(res.factor, dtype=np.float64).reshape(-1, res.dim, res.dim)
@@ -134,6 +145,16 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0) -> np.nd
         lw = -V - logq
         out.append(np.where(np.isfinite(lw), lw, -np.inf))
     return np.stack(out)
+
+
+def _factor_log_weights(target, res, num_draws, seed):
+    """(1, draw) log weights of a factor-family q (Woodbury form of log q; no d x d matrix)."""
+    from ..targets.base import potential_on_rows
+
+    X = draws_of(res, num_draws, seed)[0]
+    V = potential_on_rows(target.potential, X)
+    lw = -V - res.cov.log_density(np.asarray(res.mean, np.float64), X)
+    return np.where(np.isfinite(lw), lw, -np.inf)[None]
 
 
 def assess(target, res, num_draws: Optional[int] = None,
