@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _warnings
-from .. import _compile, resources
+from .. import _compile, _cost, resources
 from .. import convergence
 from .._random import check_seed
 from .._scope import entry_point, float64_methods
@@ -58,6 +58,7 @@ class SampleResult:
     model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
     total_grad_evals: int = 0
     chains: Optional[dict] = None
+    cost: Optional[dict] = None  # seconds per gradient of the sampling phase, compile, memory (_cost)
 
     @property
     def verdict(self):
@@ -139,6 +140,8 @@ class SampleResult:
             lines.append(self.diagnostics.table(max_rows))
         if self.bias:
             lines.append(describe_bias(self.bias, self.diagnostics))
+        if self.cost:
+            lines.append(_cost.describe(self.cost))
         if self.diagnostics is not None:
             lines.append(self.diagnostics.verdict())
         return "\n".join(lines)
@@ -476,6 +479,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
     from ..progress import progress as progress_bar
 
+    meter = _cost.Meter().start()  # compile seconds and wall time of this call (`result.cost`)
     bar = progress_bar(f"sample {m.name}", progress)
     bar.phase("warm-up (compile, fit, tune)" if auto else "compile")
     w = _warm_up(target, m, auto, split3, num_chains=num_chains, step_size=step_size,
@@ -493,6 +497,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
                   checked=checked)
     if diagnostics:
         res.diagnostics = _diagnose(target, m, w, res)
+    res.cost = _cost.summary(run_seconds=run.timed[0], gradients=run.timed[1], meter=meter.stop())
     return res
 
 
@@ -650,6 +655,7 @@ class Run(NamedTuple):
     done: int
     params: Params
     discarded: int
+    timed: tuple = (0.0, 0)  # (seconds, gradients) of the sampling blocks, compilation excluded
 
 
 def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, thinning,
@@ -675,12 +681,18 @@ def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, th
     discarded = 0
     for retries in range(MAX_RETRIES + 1):
         chunks, infos, run = [], [], {"carry": carry}
+        timed = [0.0, 0]
 
         def advance(n):
+            meter = _cost.Meter().start()  # this block's compilation, if any, is not its run time
             run["carry"], dr, inf = _advance(m, w.run_fn, run["carry"], jparams, n, thinning,
                                              block, show if progress else None)
+            meter.stop()
             chunks.append(dr)
             infos.append(inf)
+            timed[0] += max(meter.wall - meter.compile_seconds, 0.0)
+            timed[1] += (int(np.sum(inf["num_grads"])) if "num_grads" in inf else
+                         m.grads_per_step * n * thinning * dr.shape[0])
 
         def diverging():
             return m.adjusted and any(np.asarray(i["diverging"]).any() for i in infos)
@@ -706,7 +718,7 @@ def _sample_until_converged(target, m, w: WarmUp, split3, *, auto, num_steps, th
                                 jax.random.fold_in(split3[0, 1], retries), params, w.tuning)
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
-    return Run(carry, chunks, infos, done, params, discarded)
+    return Run(carry, chunks, infos, done, params, discarded, tuple(timed))
 
 
 def _check_divergence(m, run: Run, thinning, on_divergence) -> None:

@@ -287,7 +287,7 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
                                                         "checkpoints": len(steps) - 1 -
                                                         steps.index(avg_start)},
             "compile_seconds": compile_seconds, "step_size": eta, "batch_size": int(batch_size),
-            "final_draws": last_draws}
+            "final_draws": last_draws, "programs": list(compiled.values())}
 
 
 __all__ = ["FactorCovariance", "fit_factor", "RANK", "STEP", "half_logdet"]
@@ -347,6 +347,12 @@ def _result_class():
         matrix only by `cov.dense()`), draws are m + B z + D eps."""
 
         family: Optional[dict] = None
+        programs: list = dataclasses.field(default_factory=list, repr=False)
+
+        def pop_programs(self) -> list:
+            """The run's compiled programs (for `cost`), released from the result."""
+            out, self.programs = self.programs, []
+            return out
 
         def sample(self, key, num: int) -> np.ndarray:
             """(num, d) draws m + B z + D eps of q ((z, eps) standard normals of length r + d)."""
@@ -416,7 +422,7 @@ def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, p
                  "reason": why}],
         stopped=out["stopped"], averaged=out["averaged"], names=target.info.get("names"),
         constrain=target.info.get("constrain"),
-        family={"name": "factor", "rank": out["rank"], "reason": why})
+        family={"name": "factor", "rank": out["rank"], "reason": why}, programs=out["programs"])
     if prep.improper is not None:
         res.stopped = verdicts.improper_verdict(prep.improper, int(steps[-1]))
     res.model_info = model_info(source)
