@@ -85,3 +85,19 @@ def test_automatic_mode_takes_the_factor_family_above_the_threshold(monkeypatch)
     assert "d = 40 > 20" in res.family["reason"] and res.events[0]["event"] == "family chosen"
     with pytest.raises(ValueError, match="takes no method"):
         fit(t, "stl-proj", family="factor")
+
+
+def test_the_docs_state_the_codes_threshold_rank_and_batch():
+    """docs/vi.md's family rule: the threshold, the default rank and batch are the code's."""
+    import re
+    from pathlib import Path
+
+    from inertia.targets.mode import MATRIX_FREE_DIM
+    from inertia.vi import factor
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "vi.md").read_text().split())
+    assert re.search(r"full rank up to d = (\d+), factor covariance above", text).group(1) == \
+        str(MATRIX_FREE_DIM)
+    assert re.search(r"when d <= (\d+) \(`MATRIX_FREE_DIM`", text).group(1) == str(MATRIX_FREE_DIM)
+    assert re.search(r"rank \*\*r = (\d+)\*\* by default", text).group(1) == str(factor.RANK)
+    assert re.search(r"b = \*\*(\d+)\*\* draws", text).group(1) == str(factor.BATCH)
