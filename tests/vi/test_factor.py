@@ -101,3 +101,16 @@ def test_the_docs_state_the_codes_threshold_rank_and_batch():
     assert re.search(r"when d <= (\d+) \(`MATRIX_FREE_DIM`", text).group(1) == str(MATRIX_FREE_DIM)
     assert re.search(r"rank \*\*r = (\d+)\*\* by default", text).group(1) == str(factor.RANK)
     assert re.search(r"b = \*\*(\d+)\*\* draws", text).group(1) == str(factor.BATCH)
+
+
+def test_saved_factor_fit_loads_its_factor_form(tmp_path):
+    """save / inertia.load keep the factor form: the loaded cov is the same B and D."""
+    import inertia
+
+    t, _, _ = _low_rank_gaussian(d=12)
+    res = fit(t, family="factor", rank=2, num_steps=300, quality=False)
+    path = tmp_path / "f.nc"
+    res.save(path)
+    back = inertia.load(path)
+    np.testing.assert_allclose(back.cov.B, res.cov.B)
+    np.testing.assert_allclose(back.cov.D, res.cov.D)
