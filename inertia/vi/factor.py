@@ -13,7 +13,7 @@ log det Sigma = 2 sum log D + log det(I_r + B^T D^-2 B), the matrix determinant 
 Adam step (optax; Ong et al. use ADADELTA) on (mu, B, log D). Stopping and averaging are those of
 the full-rank runs: F_hat on common random numbers every `every` updates (`monitor.StoppingRule`,
 tol in nats over `window` checkpoints), then Polyak averaging of the iterates at a quarter of the
-step for AVERAGING_FACTOR times the updates the plateau took (`vi.averaging`).
+step (`vi.averaging`'s AVERAGING_STEP_DECAY) for FACTOR_AVERAGING times the updates the plateau took.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _compile
-from .averaging import AVERAGING_FACTOR, AVERAGING_STEP_DECAY
+from .averaging import AVERAGING_STEP_DECAY
 from .monitor import StoppingRule
 
 RANK = 16  # columns of B by default (at most d - 1)
@@ -34,6 +34,9 @@ STEP = 0.02  # Adam's step in the start's coordinates (u = (x - x0) / s, q start
 B_START_SCALE = 1e-2  # B's entries at the start
 MONITOR_DRAWS = 256  # common random numbers of F_hat (the full-rank runs' FitOptions default)
 MAX_CHECKPOINTS = 200  # the checkpoint spacing is at least num_steps / this
+# averaging runs as many updates as the plateau took (the full-rank runs: 4x, vi.averaging): on
+# the hierarchical logistic at d = 1003 F_hat of the average moved 0.03 nats between 1x and 3.4x
+FACTOR_AVERAGING = 1
 
 
 class FactorCovariance:
@@ -266,7 +269,7 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
         last_draws, answer = vals, current
         if rule is not None and avg_start is None and rule.update(vals):
             avg_start, scale = step, 1.0 / AVERAGING_STEP_DECAY
-            until = min(num_steps, step * (1 + AVERAGING_FACTOR))
+            until = min(num_steps, step * (1 + FACTOR_AVERAGING))
             stopped = {"converged": True, "step": step, "decrease": rule.decrease,
                        "stderr": rule.stderr, "reason": "objective converged"}
     answer = state[0] if avg_count == 0 else tuple(a / avg_count for a in avg_sum)
@@ -275,7 +278,7 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
                     "before the objective was seen to plateau"} if rule is not None else
                    {"converged": True, "step": step, "reason": f"ran the {num_steps} updates given"})
     elif stopped["converged"] and avg_start is not None and until - avg_start < \
-            avg_start * AVERAGING_FACTOR:
+            avg_start * FACTOR_AVERAGING:
         stopped = {**stopped, "converged": False, "averaging_from": avg_start,
                    "reason": "NOT CONVERGED: num_steps ended the averaging phase early"}
     mu, B, logD = (np.asarray(p, np.float64) for p in answer)
