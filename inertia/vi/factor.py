@@ -394,6 +394,9 @@ def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, p
         raise ValueError("the factor family runs one seed at a time; pass one seed")
     source = target
     prep = prepare(target, init, seed=seeds[0], verbose=progress, family="factor")
+    if prep.init is None:  # bounds given: the family takes none, but starts at the MAP all the same
+        prep = prepare(target.replace(alpha=None, beta=None), init, seed=seeds[0],
+                       verbose=progress, family="factor")
     m0, F0 = prep.init
     F0 = np.asarray(F0, np.float64)
     s = F0 if F0.ndim == 1 else np.sqrt(np.sum(F0 * F0, axis=1))  # sd of the start's marginals
