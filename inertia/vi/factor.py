@@ -199,7 +199,9 @@ class _Objective:
             if n < BATCH:
                 chunk = np.concatenate([chunk, np.repeat(chunk[:1], BATCH - n, axis=0)])
             v.append(np.asarray(self.fn(chunk), np.float64)[:n])
-        ent = self.const + float(half_logdet(jnp.asarray(B), jnp.asarray(logD)))
+        D2 = np.exp(2.0 * logD)
+        small = np.eye(B.shape[1]) + B.T @ (B / D2[:, None])  # on the host: no eager programs
+        ent = self.const + float(np.sum(logD)) + 0.5 * np.linalg.slogdet(small)[1]
         return np.concatenate(v) - ent
 
 
@@ -220,12 +222,13 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     x0 = np.asarray(x0, np.float64)
     s = np.asarray(s, np.float64)
     rng = np.random.default_rng(seed)
-    params = (jnp.zeros(d), jnp.asarray(B_START_SCALE * rng.standard_normal((d, r))),
-              jnp.zeros(d))
+    params = (np.zeros(d), B_START_SCALE * rng.standard_normal((d, r)), np.zeros(d))
     optimizer = optax.adam(eta)
-    state = (params, optimizer.init(params))
+    state = _compile.jit(lambda p: (p, optimizer.init(p)))(params)  # one program, not eager ops
     block = _block_fn(_u_grad(target, x0, s), optimizer, int(batch_size))
-    key = jax.random.PRNGKey(seed)
+    from .runner import step_keys
+
+    all_keys = step_keys([seed], num_steps, 0)[0]  # (num_steps, 2): one program for every key
     objective = _Objective(target, x0, s, r, monitor_draws, seed)
     rule = StoppingRule(tol, window) if tol is not None else None
     dev = lambda a: _compile.device(np.asarray(a, np.float64))  # noqa: E731
@@ -240,14 +243,13 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     until = num_steps
     while step < until:
         n = min(every, until - step)
-        key, sub = jax.random.split(key)
-        keys = jax.random.split(sub, n)
+        keys = all_keys[step:step + n]
         if n not in compiled:
             t0 = time.perf_counter()
-            compiled[n] = block.lower(state, keys, xs, ss, jnp.asarray(1.0)).compile()
+            compiled[n] = block.lower(state, keys, xs, ss, dev(1.0)).compile()
             compile_seconds += time.perf_counter() - t0
         t0 = time.perf_counter()
-        state, ok, sums = compiled[n](state, keys, xs, ss, jnp.asarray(scale))
+        state, ok, sums = compiled[n](state, keys, xs, ss, dev(scale))
         ok = bool(jax.block_until_ready(ok))
         elapsed += time.perf_counter() - t0
         step += n
