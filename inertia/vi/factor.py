@@ -158,15 +158,16 @@ def _block_fn(grad_u, optimizer, batch):
     """jit of `n` Adam updates (a scan) and the running sums of the iterates (for averaging)."""
     def block(state, keys, x0, s, scale):
         def body(carry, key):
-            params, opt_state, ok = carry
+            params, opt_state, ok, sums = carry
             grads, finite = _gradient(grad_u, params, x0, s, key, batch)
             updates, opt_state = optimizer.update(grads, opt_state, params)
             updates = jax.tree_util.tree_map(lambda u: scale * u, updates)
             new = jax.tree_util.tree_map(lambda p, u: p + u, params, updates)
-            return (new, opt_state, ok & finite), new
+            sums = jax.tree_util.tree_map(jnp.add, sums, new)
+            return (new, opt_state, ok & finite, sums), None
 
-        (params, opt_state, ok), path = jax.lax.scan(body, (*state, True), keys)
-        sums = jax.tree_util.tree_map(lambda p: jnp.sum(p, axis=0), path)
+        zero = jax.tree_util.tree_map(jnp.zeros_like, state[0])
+        (params, opt_state, ok, sums), _ = jax.lax.scan(body, (*state, True, zero), keys)
         return (params, opt_state), ok, sums
 
     return _compile.jit(block, hot=True)
