@@ -134,7 +134,7 @@ class LoadedResult:
         factor family, saved in its factor form)."""
         cov = self._flat().get("cov")
         if isinstance(cov, dict) and "B" in cov:
-            from ..vi.factor import FactorCovariance
+            from ..vi.factor_cov import FactorCovariance
 
             return FactorCovariance.from_dict(cov)
         return np.asarray(cov)
