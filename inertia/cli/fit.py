@@ -51,6 +51,12 @@ def add_parser(sub):
     p.add_argument("--method", default=None, choices=sorted(VI_METHODS),
                    help="VI method; default: automatic (stl-proj with estimated bounds, restart, "
                         "stopping rule and averaging)")
+    p.add_argument("--family", default=None, choices=("full-rank", "factor"),
+                   help="Gaussian family; default: full rank up to d = 1000 where it fits in "
+                        "memory, else factor covariance B B^T + diag(D^2) (docs/vi.md 'Which "
+                        "Gaussian family')")
+    p.add_argument("--rank", type=positive_int, default=None,
+                   help="rank r of the factor family (default 16)")
     p.add_argument("--no-accel", action="store_true",
                    help="run the non-accelerated twin (same estimator and step, no momentum)")
     p.add_argument("--batch-size", type=positive_int, default=None,
@@ -113,7 +119,8 @@ def run(args) -> int:
     t0 = time.perf_counter()
     res = fit(target, args.method, accelerated=accelerated, batch_size=args.batch_size,
               num_steps=args.steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
-              step_size=args.step_size, tol=args.tol, progress=not args.quiet, dtype=args.dtype)
+              step_size=args.step_size, tol=args.tol, progress=not args.quiet, dtype=args.dtype,
+              family=args.family, rank=args.rank)
     total = time.perf_counter() - t0
     out = res.to_dict()
     out["wall_seconds"] = total

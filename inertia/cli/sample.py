@@ -77,7 +77,7 @@ def _run(args) -> int:
            "grad_evals_total": res.total_grad_evals, "total_grad_evals": res.total_grad_evals,
            "names": res.names, "mean": mean, "cov": cov, "tuning": res.tuning, "bias": res.bias,
            "converged": res.converged, "problems": list(res.verdict.problems),
-           "verdict": res.verdict.line(),
+           "verdict": res.verdict.line(), "cost": res.cost,
             "diagnostics": dg.to_dict() if dg is not None else None,
             "summary": res.summary() if dg is not None else None,
             "reparam": res.reparam}

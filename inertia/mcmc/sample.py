@@ -10,7 +10,7 @@ import jax
 import numpy as np
 
 from .. import _warnings
-from .. import _compile, resources
+from .. import _compile, _cost, resources
 from .. import convergence
 from .._random import check_seed
 from .._scope import entry_point, float64_methods
@@ -58,6 +58,7 @@ class SampleResult:
     total_grad_evals: int = 0
     chains: Optional[dict] = None
     reparam: Optional[dict] = None  # sites rewritten and their centredness (mcmc.reparam_run)
+    cost: Optional[dict] = None  # seconds per gradient of the sampling phase, compile, memory (_cost)
 
     @property
     def verdict(self):
@@ -146,6 +147,8 @@ class SampleResult:
             lines.append(self.diagnostics.table(max_rows))
         if self.bias:
             lines.append(describe_bias(self.bias, self.diagnostics))
+        if self.cost:
+            lines.append(_cost.describe(self.cost))
         if self.diagnostics is not None:
             lines.append(self.diagnostics.verdict())
         return "\n".join(lines)
@@ -358,6 +361,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
     from ..progress import progress as progress_bar
 
+    meter = _cost.Meter().start()  # compile seconds and wall time of this call (`result.cost`)
     bar = progress_bar(f"sample {m.name}", progress)
     settings = Settings(num_chains, step_size=step_size, gamma=gamma, alpha=alpha,
                         num_leapfrog=num_leapfrog, target_accept=target_accept,
@@ -372,6 +376,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     res = _result(target, m, scheme, w, run, thinning=thinning, seed=seed, names=names)
     if diagnostics:
         res.diagnostics = _diagnose(target, m, scheme, w, res)
+    res.cost = _cost.summary(run_seconds=run.timed[0], gradients=run.timed[1], meter=meter.stop())
     return res
 
 
@@ -439,6 +444,7 @@ class Run(NamedTuple):
     done: int
     params: Params
     discarded: int
+    timed: tuple = (0.0, 0)  # (seconds, gradients) of the sampling blocks, compilation excluded
 
 
 def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
@@ -461,12 +467,18 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
     discarded = 0
     for retries in range(MAX_RETRIES + 1):
         chunks, infos, run = [], [], {"carry": carry}
+        timed = [0.0, 0]
 
         def advance(n):
+            meter = _cost.Meter().start()  # this block's compilation, if any, is not its run time
             run["carry"], dr, inf = blocks.advance(m, w.run_fn, run["carry"], jparams, n, thinning,
                                                    block, show if progress else None)
+            meter.stop()
             chunks.append(dr)
             infos.append(inf)
+            timed[0] += max(meter.wall - meter.compile_seconds, 0.0)
+            timed[1] += (int(np.sum(inf["num_grads"])) if "num_grads" in inf else
+                         m.grads_per_step * n * thinning * dr.shape[0])
 
         def judged():
             x = _to_x(np.concatenate(chunks, axis=1), w.pre)
@@ -489,7 +501,7 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
         discarded += spent  # the halted attempt's gradients
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
-    return Run(carry, chunks, infos, done, params, discarded)
+    return Run(carry, chunks, infos, done, params, discarded, tuple(timed))
 
 
 def _check_divergence(m, run: Run, thinning, on_divergence) -> None:

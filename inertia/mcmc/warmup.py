@@ -64,6 +64,8 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
         target = target.replace(hess_matmul_fn=_compile.jit(
             lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
     est = estimate_curvature(target, num_points=1, margin=1.0, seed=seed)
+    if np.ndim(est.factor) == 1:  # d > MATRIX_FREE_DIM: the dense frame (forced) needs diag(s)
+        est = dataclasses.replace(est, factor=np.diag(est.factor))
     info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
             "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
     grads = est.grad_evals + 2 * est.hvp_evals

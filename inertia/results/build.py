@@ -28,8 +28,9 @@ def _info(res) -> dict:
 
 def _flat(res) -> dict:
     """The unconstrained moments, labelled as unconstrained coordinates."""
+    cov = res.cov  # the factor family's FactorCovariance in its factor form (vi.factor)
     return {"names": list(coordinate_names(res)), "mean": np.asarray(res.mean).tolist(),
-            "cov": np.asarray(res.cov).tolist()}
+            "cov": cov.to_dict() if hasattr(cov, "to_dict") else np.asarray(cov).tolist()}
 
 
 def coordinate_names(res) -> list:

@@ -130,7 +130,14 @@ class LoadedResult:
 
     @property
     def cov(self) -> np.ndarray:
-        return np.asarray(self._flat().get("cov"))
+        """Covariance in the unconstrained coordinates (a `vi.factor.FactorCovariance` for the
+        factor family, saved in its factor form)."""
+        cov = self._flat().get("cov")
+        if isinstance(cov, dict) and "B" in cov:
+            from ..vi.factor_cov import FactorCovariance
+
+            return FactorCovariance.from_dict(cov)
+        return np.asarray(cov)
 
     @property
     def names(self) -> list:

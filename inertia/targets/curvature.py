@@ -3,8 +3,9 @@
 The VI step rules and feasible sets K_L / K_C need bounds alpha <= eig(hess V) <= beta
 that a user's model does not come with. `estimate_curvature` finds the MAP with scipy's L-BFGS,
 takes the extreme Hessian eigenvalues there and at a few draws of the Laplace approximation
-(Lanczos on HVPs via scipy's `eigsh`, or a dense eigendecomposition for small d), and widens them
-by a stated safety margin. Points where hess V is indefinite (non-log-concave targets) do not set
+(a dense eigendecomposition up to d = MATRIX_FREE_DIM, `targets.mode`; above it Lanczos on HVPs via
+scipy's `eigsh` and no d x d matrix: the Laplace factor is then the diagonal
+diag(hess V)^-1/2 from Rademacher HVP probes), and widens them by a stated safety margin. Points where hess V is indefinite (non-log-concave targets) do not set
 alpha: it comes from the mean Hessian over the points, the curvature the Gaussian optimum sees
 (Sigma* = (E_q* hess V)^-1).
 """
@@ -17,10 +18,10 @@ import numpy as np
 
 from .._compile import device
 from .base import Target, TargetError, jitted
-from .mode import find_mode as mode_search, inverse_factor
+from .mode import PROBES, MATRIX_FREE_DIM, find_mode as mode_search, inverse_factor, probed_scale
 
 DEGENERATE_RATIO = 1e2  # lambda_max(MAP) / lambda_max(start) above this: a spike, not a mode
-DENSE_MAX_DIM = 1024  # up to this d the Hessian is formed densely (d HVPs, one batched call)
+DENSE_MAX_DIM = MATRIX_FREE_DIM  # up to this d the Hessian is formed densely (targets.mode)
 
 
 @dataclasses.dataclass
@@ -29,7 +30,8 @@ class CurvatureEstimate:
 
     `alpha`, `beta`: bounds after the margin; `lambda_min`, `lambda_max`: per point (mode first);
     `mean_lambda_min`: smallest eigenvalue of the Hessian averaged over the points; `mode`, `factor`:
-    MAP and Cholesky factor of the Laplace covariance (hess V(mode))^-1 (regularised if needed);
+    MAP and Cholesky factor of the Laplace covariance (hess V(mode))^-1 (regularised if needed),
+    or above MATRIX_FREE_DIM the vector s of the diagonal factor diag(s), s = diag(hess V)^-1/2;
     `grad_evals`, `hvp_evals`, `potential_evals`: queries spent; `margin`: the safety factor.
     """
 
@@ -123,14 +125,14 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
     """alpha_hat = mean-Hessian lambda_min / margin, beta_hat = max lambda_max * margin over the MAP
     and `num_points - 1` draws of the Laplace approximation N(mode, hess V(mode)^-1).
 
-    For d > `dense_max_dim` eigenvalues come from Lanczos (scipy `eigsh` on HVPs); the Laplace
-    factor needs the dense Hessian up to d = 4096, beyond which it is I / sqrt(lambda_max).
+    For d > `dense_max_dim` eigenvalues come from Lanczos (scipy `eigsh` on HVPs) and the Laplace
+    factor is diagonal, returned as the vector s (`probed_scale`): no d x d matrix is formed.
     """
     if not margin >= 1.0:
         raise ValueError(f"margin must be >= 1, got {margin}")
     if init is None and "init" in target.info:
         init = np.asarray(target.info["init"])
-    found = mode_search(target, init)
+    found = mode_search(target, init, dense_max_dim=dense_max_dim)
     mode, converged, grad_evals = found.x, found.converged, found.grad_evals
     d = target.dim
     hvps = found.hvp_evals
@@ -152,14 +154,13 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         mode = x_start
         lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
         hvps += n
-    if H0 is None and d <= 4096:
-        H0 = np.asarray(_jitted_hessian(target)(device(mode)))
-        H0 = 0.5 * (H0 + H0.T)
-        hvps += d
     if H0 is not None:
         factor = _laplace_factor(H0, lmin0, lmax0, d)
+    elif found.scale is not None and not degenerate:  # probed at the mode by the search
+        factor = found.scale
     else:
-        factor = np.eye(d) / math.sqrt(max(lmax0, 1e-12))
+        factor = probed_scale(target, mode, seed=seed)
+        hvps += PROBES
     extra = spectrum_under(target, mode, factor, num_points - 1, seed=seed,
                            dense_max_dim=dense_max_dim, H_first=H0)
     lmins, lmaxs = [lmin0] + extra["lambda_min"], [lmax0] + extra["lambda_max"]
@@ -173,7 +174,8 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
         map_converged=converged and not degenerate, map_reason=_map_reason(found, degenerate),
-        method="dense eigendecomposition" if d <= dense_max_dim else "Lanczos (scipy eigsh)")
+        method=("dense eigendecomposition" if d <= dense_max_dim
+                else "Lanczos (scipy eigsh) on HVPs, diagonal Laplace factor"))
 
 
 def _map_reason(found, degenerate: bool) -> str:
@@ -252,7 +254,7 @@ def spectrum_under(target: Target, mean, factor, num_points: int, *, seed: int =
     nsum = 0 if H_first is None else 1
     dense = True
     for _ in range(max(0, num_points)):
-        x = np.asarray(mean) + np.asarray(factor) @ rng.standard_normal(d)
+        x = np.asarray(mean) + _times(factor, rng.standard_normal(d))
         pot += 1
         if not np.isfinite(float(vg(device(x))[0])):
             continue
@@ -274,6 +276,12 @@ def spectrum_under(target: Target, mean, factor, num_points: int, *, seed: int =
         mean_lmin = float(np.mean(pts)) if pts else float("nan")
     return {"lambda_min": lmins, "lambda_max": lmaxs, "mean_lambda_min": mean_lmin,
             "hvp_evals": hvps, "potential_evals": pot}
+
+
+def _times(factor, z):
+    """F z for a factor (d, d), or diag(F) z for the vector F of a diagonal factor."""
+    F = np.asarray(factor)
+    return F * z if F.ndim == 1 else F @ z
 
 
 def bounds_under(target: Target, mean, factor, *, num_points: int = 4, margin: float = 2.0,

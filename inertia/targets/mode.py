@@ -2,10 +2,16 @@
 
 L-BFGS (scipy) gets near the mode cheaply but stops early on badly conditioned potentials (an
 uncentred regression has kappa ~ 1e10). From its end point x1 the search continues with scipy's
-trust-region Newton method on the exact Hessian (`trust-exact`, d <= DENSE_MAX_DIM) or Newton-CG
-on Hessian-vector products (`trust-krylov`, larger d), in coordinates x = x1 + C z where C is the
-Cholesky factor of hess V(x1)^-1 when that is positive definite (the trust region is then the
-Dikin ellipsoid, not a sphere in the user's units) and diag(hess V)^-1/2 otherwise.
+trust-region Newton method in coordinates x = x1 + C z:
+
+- d <= MATRIX_FREE_DIM: on the exact Hessian (`trust-exact`), C the Cholesky factor of
+  hess V(x1)^-1 when that is positive definite (the trust region is then the Dikin ellipsoid, not a
+  sphere in the user's units) and diag(hess V)^-1/2 otherwise;
+- d > MATRIX_FREE_DIM: matrix-free, no d x d array anywhere: Newton-CG on Hessian-vector products
+  (`trust-krylov`), C = diag(s) with s = diag(hess V(x1))^-1/2 estimated from Rademacher HVP probes
+  (`mcmc.frames.hessian_diagonal`), and the decrement by conjugate gradients on HVPs,
+  preconditioned by diag(s^2).
+
 Convergence is the Newton decrement lambda^2 / 2 = g^T H^-1 g / 2 (the predicted decrease of V,
 in nats; affine-invariant) at most `tol`, with H positive definite; anything else is reported as
 not converged, with the reason. `probe_unbounded` walks rays from the mode and names a direction
@@ -22,7 +28,12 @@ import numpy as np
 from .._compile import device
 from .base import Target, TargetError, jitted, potential_on_rows
 
-DENSE_MAX_DIM = 1000  # up to this d the Newton steps use the dense Hessian
+# Up to this d the mode search and the curvature estimate (`targets.curvature`) form the dense
+# Hessian (d HVPs in one batched call, O(d^2) memory, O(d^3) factorisations); above it nothing
+# forms a d x d matrix: Newton-CG and Lanczos on HVPs, a diagonal Laplace factor. At d = 1000 one
+# d x d float64 matrix is 8 MB and its factorisation ~0.1 s; at d = 10,000, 800 MB and ~100 s.
+MATRIX_FREE_DIM = 1000
+DENSE_MAX_DIM = MATRIX_FREE_DIM  # the name the dense branches test against
 DECREMENT_TOL = 1e-6  # lambda^2 / 2 in nats: the mode within 0.0014 posterior sds (Laplace metric)
 
 
@@ -30,7 +41,8 @@ DECREMENT_TOL = 1e-6  # lambda^2 / 2 in nats: the mode within 0.0014 posterior s
 class Mode:
     """`x`: the mode found; `converged`, `reason`; `decrement`: lambda^2 / 2 at x (NaN when the
     Hessian there is not positive definite); `hessian`: dense hess V(x) when d <= DENSE_MAX_DIM;
-    `grad_evals`, `hvp_evals`: queries spent; `method`: the Newton variant that finished."""
+    `grad_evals`, `hvp_evals`: queries spent; `method`: the Newton variant that finished;
+    `scale`: the probed diag(hess V)^-1/2 of the matrix-free search (None when dense)."""
 
     x: np.ndarray
     converged: bool
@@ -40,6 +52,7 @@ class Mode:
     grad_evals: int
     hvp_evals: int
     method: str
+    scale: Optional[np.ndarray] = None
 
 
 def inverse_factor(H: np.ndarray) -> np.ndarray:
@@ -99,8 +112,9 @@ def _decrement(H, g):
     return 0.5 * float(w @ w)
 
 
-def _decrement_cg(hvp, x, g, d):
-    """g^T H^-1 g / 2 with H^-1 g by conjugate gradients on HVPs; NaN when CG meets curvature <= 0."""
+def _decrement_cg(hvp, x, g, d, scale=None):
+    """g^T H^-1 g / 2 with H^-1 g by conjugate gradients on HVPs (preconditioned by diag(scale^2)
+    when given); NaN when CG meets curvature <= 0."""
     from scipy.sparse.linalg import LinearOperator, cg
 
     count = [0]
@@ -113,8 +127,10 @@ def _decrement_cg(hvp, x, g, d):
             negative[0] = True
         return out
 
+    M = None if scale is None else LinearOperator(
+        (d, d), matvec=lambda v: np.asarray(scale) ** 2 * np.ravel(v), dtype=np.float64)
     sol, _ = cg(LinearOperator((d, d), matvec=mv, dtype=np.float64), g, rtol=1e-8,
-                maxiter=10 * d)
+                maxiter=10 * d, M=M)
     return (math.nan if negative[0] else 0.5 * float(g @ sol)), count[0]
 
 
@@ -188,15 +204,22 @@ def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int
         if math.isfinite(dec) and dec <= tol:  # L-BFGS already there
             return Mode(x1, True, f"Newton decrement {dec:.2g} nats <= {tol:g}", dec, H1,
                         grads + 1, hvps, "L-BFGS")
-    C = _frame(H1, d)
+    scale = None
+    if dense:
+        C = _frame(H1, d)
+        to_x, tr = (lambda z: x1 + C @ z), (lambda g: C.T @ g)
+    else:  # C = diag(s): a vector, never a d x d matrix
+        scale = probed_scale(target, x1)
+        hvps += PROBES
+        to_x, tr = (lambda z: x1 + scale * z), (lambda g: scale * g)
 
     def fun(z):
-        v, g = vg(device(x1 + C @ z))
+        v, g = vg(device(to_x(z)))
         v = float(v)
         g = np.asarray(g, dtype=np.float64)
         if not (math.isfinite(v) and np.all(np.isfinite(g))):
             return math.inf, np.zeros(d)  # the trust region shrinks
-        return v, C.T @ g
+        return v, tr(g)
 
     cache = {}
 
@@ -225,14 +248,14 @@ def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int
     else:
         def hessp(z, p):
             count["h"] += 1
-            return C.T @ np.asarray(hvp(device(x1 + C @ z), device(C @ p)))
+            return scale * np.asarray(hvp(device(to_x(z)), device(scale * p)))
         kw, method = {"hessp": hessp}, "trust-krylov"
     x, reason = x1, ""
     try:
         res = minimize(f, np.zeros(d), jac=jac, method=method,
                        options={"maxiter": newton_iter, "gtol": 1e-12}, **kw)
         if math.isfinite(float(res.fun)) and res.fun <= float(vg(device(x1))[0]):
-            x = x1 + C @ np.asarray(res.x)
+            x = to_x(np.asarray(res.x))
         # scipy's own stopping test (a gradient norm) is not ours: its "success" is not repeated
         # beside a decrement that failed
         reason = "" if res.success else f"{method}: {res.message}"
@@ -247,7 +270,7 @@ def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int
         hvps += d
         dec = _decrement(H, g) if np.all(np.isfinite(H)) else math.nan
     else:
-        dec, n = _decrement_cg(hvp, x, g, d)
+        dec, n = _decrement_cg(hvp, x, g, d, scale)
         hvps += n
     converged = bool(math.isfinite(dec) and dec <= tol and np.all(np.isfinite(x)))
     if converged:
@@ -258,7 +281,19 @@ def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int
     else:
         reason = (f"Newton decrement {dec:.2g} nats > {tol:g} at the end point"
                   + (f" ({reason})" if reason else ""))
-    return Mode(x, converged, reason, dec, H, int(grads), int(hvps), method)
+    return Mode(x, converged, reason, dec, H, int(grads), int(hvps), method, scale)
+
+
+PROBES = 32  # Rademacher HVP probes of diag(hess V) for the matrix-free frame (mcmc.frames.PROBES)
+
+
+def probed_scale(target: Target, x, seed: int = 0) -> np.ndarray:
+    """s = diag(hess V(x))^-1/2 from PROBES Rademacher HVPs (`mcmc.frames.start_frame`: entries
+    that are not positive take the median of the positive ones): the diagonal frame of the
+    matrix-free search and the diagonal Laplace factor above MATRIX_FREE_DIM."""
+    from ..mcmc.frames import start_frame
+
+    return np.asarray(start_frame(target, np.asarray(x, np.float64), PROBES, seed).scale)
 
 
 FLAT_NATS = 1.0  # V at most this far above V(mode) along a whole tube: the density does not decay
@@ -278,10 +313,10 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     leaves the support (V = inf). None when no ray is confirmed."""
     d = target.dim
     rng = np.random.default_rng(seed)
-    dirs = [np.eye(d)[i] * s for i in range(min(d, 64)) for s in (1.0, -1.0)]
+    dirs = [_unit(d, i) * s for i in range(min(d, 64)) for s in (1.0, -1.0)]
     r = rng.standard_normal((num_random, d))
     dirs += list(r / np.linalg.norm(r, axis=1, keepdims=True))
-    F = np.asarray(factor, dtype=np.float64)
+    F = np.asarray(factor, dtype=np.float64)  # (d, d), or (d,): the diagonal factor diag(F)
     Z = np.asarray(dirs)  # (rays, d) in the frame of `factor`
     ts = 2.0 ** np.arange(1, int(math.log2(max_scale)) + 1)
     V = _on_rays(target, mode, F, Z, ts)
@@ -297,12 +332,18 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
         Vt = _on_rays(target, mode, F, Z[i][None], far, offsets=np.vstack([np.zeros(d), offsets]))
         evals += Vt.size
         if np.all(np.isfinite(Vt)) and np.all(Vt <= v0 + FLAT_NATS):
-            u = F @ Z[i]
+            u = F * Z[i] if F.ndim == 1 else F @ Z[i]
             return {"direction": (u / np.linalg.norm(u)).tolist(), "distance": float(far[-1]),
                     "potential_at_mode": v0, "potential_far": float(Vt[0, -1]),
                     "falling": bool(Vt[0, -1] < v0 - FLAT_NATS), "tube_sds": tube,
                     "potential_evals": int(evals)}
     return None
+
+
+def _unit(d, i):
+    e = np.zeros(d)
+    e[i] = 1.0
+    return e
 
 
 def _on_rays(target, mode, F, Z, ts, offsets=None):
@@ -313,8 +354,9 @@ def _on_rays(target, mode, F, Z, ts, offsets=None):
         pts = ts[None, :, None] * Z[:, None, :]  # (rays, distances, d)
     else:
         pts = ts[None, :, None] * Z[0][None, None, :] + offsets[:, None, :]
-    X = np.asarray(mode)[None, None] + pts @ F.T
+    X = np.asarray(mode)[None, None] + (pts * F if F.ndim == 1 else pts @ F.T)
     return potential_on_rows(target.potential, X.reshape(-1, d)).reshape(pts.shape[:2])
 
 
-__all__ = ["Mode", "find_mode", "RESTARTS", "inverse_factor", "probe_unbounded", "DENSE_MAX_DIM", "FLAT_NATS"]
+__all__ = ["Mode", "find_mode", "RESTARTS", "inverse_factor", "probe_unbounded", "DENSE_MAX_DIM",
+           "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale"]

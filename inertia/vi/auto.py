@@ -68,9 +68,11 @@ class Prepared:
 
 
 def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
-            verbose: bool = False) -> Prepared:
+            verbose: bool = False, family: str = "full-rank") -> Prepared:
     """Estimate missing curvature bounds (user bounds win), start at the Laplace fit, and probe for
-    a direction along which V falls without bound (an improper target)."""
+    a direction along which V falls without bound (an improper target). Above MATRIX_FREE_DIM
+    (`targets.mode`) the Laplace factor is the vector s of diag(s): the start's factor is then
+    (d, d) for the full-rank `family` and that vector for any other."""
     if target.alpha is not None and target.beta is not None:
         return Prepared(target, None, init)
     from ..targets.curvature import with_estimated_bounds
@@ -84,8 +86,11 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
     from ..targets.mode import probe_unbounded
 
     improper = probe_unbounded(target, est.mode, est.factor, seed=seed)
-    if init is None:
-        init = (np.asarray(est.mode), best_scale(tgt, est.mode, est.factor, seed))
+    if init is None and np.ndim(est.factor) == 1 and family != "full-rank":
+        init = (np.asarray(est.mode), np.asarray(est.factor))  # diag(s): the family's own start
+    elif init is None:  # a diagonal factor (d > MATRIX_FREE_DIM) as the full-rank family's matrix
+        F = np.diag(est.factor) if np.ndim(est.factor) == 1 else est.factor
+        init = (np.asarray(est.mode), best_scale(tgt, est.mode, F, seed))
     return Prepared(tgt, est, init, improper)
 
 

@@ -10,12 +10,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import _warnings
+from .. import _cost, _warnings
 from .._random import check_seed
 from .._scope import entry_point
 from ..targets.base import Target
 from . import verdict as verdicts
-from .auto import DEFAULT_METHOD, choose_method, default_batch, prepare, warn_small_batch
+from .auto import (DEFAULT_METHOD, Prepared, choose_method, default_batch, prepare,
+                   warn_small_batch)
 from ..progress import warn_long_run
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_hessian, check_memory
@@ -61,6 +62,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     and the results stay float64 (docs/benchmarks/speed.md "float32 and the GPU path").
     """
     dtype = _dtype_name(dtype)
+    meter = _cost.Meter().start()  # compile seconds and wall time of this fit (`result.cost`)
     source = target
     auto_method = method is None
     method = method or DEFAULT_METHOD
@@ -80,6 +82,20 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     seeds = [check_seed(seed)] if np.ndim(seed) == 0 else [check_seed(x) for x in seed]
     if not seeds:
         raise ValueError("seed must be an integer or a non-empty sequence of integers")
+    from .factor import choose_family, fit_family
+
+    family, why = choose_family(target.dim, None if auto_method else method, opts.family,
+                                batch_size or default_batch(method, target.dim), len(seeds))
+    if family == "factor":  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
+        if not auto_method:
+            raise ValueError(f"method {method!r} fits the full-rank family; the factor family "
+                             "takes no method (fit(target, family='factor'))")
+        res = fit_family(target, seeds=seeds, num_steps=num_steps, batch_size=batch_size,
+                         step_size=step_size, init=check_init(target, init), opts=opts,
+                         progress=progress, why=why)
+        res = _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
+                      quality)
+        return _with_cost(res, meter, res.pop_programs())
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
     check_memory(m_spec, target.dim, batch_size, len(seeds))
@@ -122,7 +138,20 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     finally:
         bar.close()
     # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (vi.ensure)
-    return _finish(res, source, target, prep, wh, chosen, dtype, quality)
+    res = _finish(res, source, target, prep, wh, chosen, dtype, quality)
+    return _with_cost(res, meter, list(runner.compiled.values()))
+
+
+def _with_cost(res, meter, programs):
+    """`res.cost` (`inertia._cost`): seconds per gradient of the compiled updates (their run time
+    over their gradients, an HVP as two), compile seconds, program memory, peak RSS."""
+    h = res.history
+    g_per, h_per = res.cost_per_update
+    seeds = len(res.seeds)
+    res.cost = _cost.summary(run_seconds=float(np.asarray(h["seconds"])[-1]),
+                             gradients=int(h["step"][-1]) * (g_per + 2 * h_per) * seeds,
+                             meter=meter.stop(), programs=programs)
+    return res
 
 
 def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):

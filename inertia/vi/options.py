@@ -29,7 +29,9 @@ class FitOptions:
     where the start is N(0, I)), `hessian_check` (compare HVP and gradient-only curvature at the
     start for Hessian-based methods). Either mode: `quality` (judge q by Pareto k-hat, `vi.quality`;
     the run unchanged), `ensure` (None, "adequate" or "usable": run the exact sampler when q falls
-    short, `vi.escalate`).
+    short, `vi.escalate`). Family: `family` ("full-rank" or "factor"; None: `vi.factor.choose_family`,
+    the factor family above d = 1000 or where the full-rank arrays do not fit), `rank` (the factor
+    family's r; None: `vi.factor.RANK`).
     """
 
     accelerated: Optional[bool] = None
@@ -51,8 +53,14 @@ class FitOptions:
     hessian_check: Optional[bool] = None
     quality: bool = True
     ensure: Optional[str] = None
+    family: Optional[str] = None
+    rank: Optional[int] = None
 
     def __post_init__(self):
+        if self.family not in (None, "full-rank", "factor"):
+            raise ValueError(f"family must be None, 'full-rank' or 'factor', got {self.family!r}")
+        if self.rank is not None and (not isinstance(self.rank, (int, np.integer)) or self.rank < 1):
+            raise ValueError(f"rank must be a positive integer, got {self.rank!r}")
         if self.ensure not in (None, "adequate", "usable"):
             raise ValueError(f"ensure must be None, 'adequate' or 'usable', got {self.ensure!r}")
         every = self.checkpoint_every

@@ -103,22 +103,32 @@ def _psislw(lw):
 
 
 def _normals(res, num_draws, seed, start=0):
-    """(seed, draw, d) standard normals of draws start..num_draws - 1 of the check: block j (draws
-    j FIRST_DRAWS onwards) from NumPy's PCG64 seeded by (seed, j), so a second look extends the
-    first with the same numbers; on the host, compiling nothing (a JAX normal of a new shape is an
-    XLA compilation of 0.3-1.4 s, more than the rest of the check on a fit of a few seconds)."""
+    """(seed, draw, width) standard normals of draws start..num_draws - 1 of the check (width d, or
+    r + d for the factor family's (z, eps)): block j (draws j FIRST_DRAWS onwards) from NumPy's
+    PCG64 seeded by (seed, j), so a second look extends the first with the same numbers; on the
+    host, compiling nothing (a JAX normal of a new shape is an XLA compilation of 0.3-1.4 s, more
+    than the rest of the check on a fit of a few seconds)."""
     seeds = 1 if np.ndim(res.mean) == 1 else np.shape(res.mean)[0]
+    width = res.dim + _rank(res)
     blocks = []
     for j in range(start // FIRST_DRAWS, -(-num_draws // FIRST_DRAWS)):
         lo, hi = max(start, j * FIRST_DRAWS), min(num_draws, (j + 1) * FIRST_DRAWS)
-        xi = np.random.default_rng([int(seed), j]).standard_normal((seeds, FIRST_DRAWS, res.dim))
+        xi = np.random.default_rng([int(seed), j]).standard_normal((seeds, FIRST_DRAWS, width))
         blocks.append(xi[:, lo - j * FIRST_DRAWS:hi - j * FIRST_DRAWS])
     return np.concatenate(blocks, axis=1)
 
 
-def draws_of(res, num_draws, seed):
-    """(seed, draw, d) draws m + A xi of q at `_normals(res, num_draws, seed)`."""
-    xi = _normals(res, num_draws, seed)
+def _rank(res) -> int:
+    """r of a factor-family result (`vi.factor`, covariance B B^T + diag(D^2)); 0 otherwise."""
+    return int(res.cov.rank) if getattr(res, "coords", None) == "factor" else 0
+
+
+def draws_of(res, num_draws, seed, start=0):
+    """(seed, draw, d) draws m + A xi of q at `_normals(res, num_draws, seed, start)` (m + B z +
+    D eps for the factor family)."""
+    xi = _normals(res, num_draws, seed, start)
+    if _rank(res):
+        return res.cov.draws(np.asarray(res.mean, np.float64), xi)
     means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
     factors = np.asarray(res.factor, dtype=np.float64).reshape(-1, res.dim, res.dim)
     return means[:, None, :] + np.matmul(xi, np.swapaxes(factors, 1, 2))
@@ -132,6 +142,8 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0,
     -inf where V is not finite (a draw outside the support)."""
     from .monitor import CHUNK, _on_draws
 
+    if _rank(res):
+        return _factor_log_weights(target, res, num_draws, seed, start)
     xi = _normals(res, num_draws, seed, start)
     n = num_draws - start
     means = np.asarray(res.mean, dtype=np.float64).reshape(-1, res.dim)
@@ -156,6 +168,16 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0,
         lw = -V - logq
         out.append(np.where(np.isfinite(lw), lw, -np.inf))
     return np.stack(out)
+
+
+def _factor_log_weights(target, res, num_draws, seed, start=0):
+    """(1, draw) log weights of a factor-family q (Woodbury form of log q; no d x d matrix)."""
+    from ..targets.base import potential_on_rows
+
+    X = draws_of(res, num_draws, seed, start)[0]
+    V = potential_on_rows(target.potential, X)
+    lw = -V - res.cov.log_density(np.asarray(res.mean, np.float64), X)
+    return np.where(np.isfinite(lw), lw, -np.inf)[None]
 
 
 def assess(target, res, num_draws: Optional[int] = None,

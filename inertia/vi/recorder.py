@@ -148,8 +148,13 @@ class _Recorder:
         paired standard errors (same draws), report it instead (non-convex targets)."""
         if self.best is None or self.avg_start is None or not self.est_draws:
             return None
-        _, _, est = self._evaluate(self.best[1][None], self.best[2][None])
-        new, old = np.mean(est[3][0], axis=0), np.mean(self.est_draws[-1], axis=0)
+        if self.phase[-1] == 1:  # the last row was drawn by the averaging phase's monitor
+            _, _, est = self._evaluate(self.best[1][None], self.best[2][None])
+            new, old = np.mean(est[3][0], axis=0), np.mean(self.est_draws[-1], axis=0)
+        else:  # no checkpoint since averaging began: both on the current monitor's draws
+            _, _, est = self._evaluate(np.stack([self.best[1], self.final[0]]),
+                                       np.stack([self.best[2], self.final[1]]))
+            new, old = np.mean(est[3][0], axis=0), np.mean(est[3][1], axis=0)
         if not np.all(np.isfinite(new)):
             return None
         diff, se = paired_difference(old, new)

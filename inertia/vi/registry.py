@@ -204,6 +204,24 @@ METHODS = {m.name: m for m in [
            options=("schedule",)),
 ]}
 
+class Family(NamedTuple):
+    """A Gaussian family q = N(m, Sigma) that `fit` can fit: the form of Sigma, its memory, and
+    where its updates live."""
+
+    name: str
+    covariance: str
+    memory: str
+    reference: str
+
+
+# "full-rank": every method of METHODS; "factor": vi.factor (chosen by vi.factor.choose_family)
+FAMILIES = {f.name: f for f in [
+    Family("full-rank", "Sigma = L L^T (Cholesky) or C^2 (symmetric root), d x d", "O(d^2)",
+           "the methods of METHODS"),
+    Family("factor", "Sigma = B B^T + diag(D^2), B (d, r)", "O(d r)",
+           "factor-covariance Gaussian VI (Ong, Nott & Smith 2018), vi.factor"),
+]}
+
 # the field's Gaussian VI beyond the paper; PAPER_METHODS: the paper's 6 pairs + 5
 FIELD_METHODS = ["ngvi", "ngvi-reparam", "sqrt-ngvi", "bam"]
 PAPER_METHODS = [n for n in METHODS if n != "exact-apg" and n not in FIELD_METHODS]

@@ -51,6 +51,7 @@ class FitResult:
     model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
     quality: Optional[dict] = None  # Pareto k-hat, PSIS ESS and verdict of q (vi.quality)
     quality_weights: Optional[np.ndarray] = dataclasses.field(default=None, repr=False)
+    cost: Optional[dict] = None  # seconds per gradient, compile seconds, memory (inertia._cost)
 
     @property
     def final_gap(self):
@@ -131,6 +132,7 @@ class FitResult:
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
             "converged": self.converged, "verdict": self.verdict.line(),
             "problems": list(self.verdict.problems), "quality": self.quality,
+            "cost": self.cost,
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -289,6 +291,10 @@ def report_text(res, out, total) -> str:
     if res.quality is not None:
         q = res.quality
         lines.append(f"{q['message']} [check {q['seconds']:.2f}s]")
+    if getattr(res, "cost", None):
+        from .._cost import describe
+
+        lines.append(describe(res.cost))
     lines.append("posterior (Gaussian approximation; constrained marginals"
                  + ("; *_psis columns importance-corrected (PSIS)"
                     if res.quality is not None and res.quality.get("corrected") else "")
