@@ -75,24 +75,10 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
         _prefetch.module("arviz")
     opts = resolve(opts, target, m_spec, auto_method or target.alpha is None
                    or target.beta is None)
-    if num_steps is None:
-        num_steps = 20000 if opts.tol is not None else 1000
-    if not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
-        raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
-    seeds = [check_seed(seed)] if np.ndim(seed) == 0 else [check_seed(x) for x in seed]
-    if not seeds:
-        raise ValueError("seed must be an integer or a non-empty sequence of integers")
-    from .factor import choose_family, fit_family
-
-    family, why = choose_family(target.dim, None if auto_method else method, opts.family,
-                                batch_size or default_batch(method, target.dim), len(seeds))
-    if family == "factor":  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
-        if not auto_method:
-            raise ValueError(f"method {method!r} fits the full-rank family; the factor family "
-                             "takes no method (fit(target, family='factor'))")
-        res = fit_family(target, seeds=seeds, num_steps=num_steps, batch_size=batch_size,
-                         step_size=step_size, init=check_init(target, init), opts=opts,
-                         progress=progress, why=why)
+    num_steps, seeds = _steps_and_seeds(num_steps, opts, seed)
+    res = _factor_fit(target, None if auto_method else method, opts, seeds, num_steps,
+                      batch_size, step_size, init, progress)
+    if res is not None:  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
         res = _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
                       quality)
         return _with_cost(res, meter, res.pop_programs())
@@ -140,6 +126,35 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (vi.ensure)
     res = _finish(res, source, target, prep, wh, chosen, dtype, quality)
     return _with_cost(res, meter, list(runner.compiled.values()))
+
+
+def _steps_and_seeds(num_steps, opts, seed) -> tuple:
+    """(num_steps, seeds) checked; num_steps defaults to 20000 under a stopping tolerance, else 1000."""
+    if num_steps is None:
+        num_steps = 20000 if opts.tol is not None else 1000
+    if not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
+        raise ValueError(f"num_steps must be a non-negative integer, got {num_steps!r}")
+    seeds = [check_seed(seed)] if np.ndim(seed) == 0 else [check_seed(x) for x in seed]
+    if not seeds:
+        raise ValueError("seed must be an integer or a non-empty sequence of integers")
+    return num_steps, seeds
+
+
+def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, init, progress):
+    """The factor-family fit (`vi.factor`) where `choose_family` picks it for this d; else None."""
+    from .factor import choose_family, fit_family
+
+    family, why = choose_family(target.dim, method, opts.family,
+                                batch_size or default_batch(method or DEFAULT_METHOD, target.dim),
+                                len(seeds))
+    if family != "factor":
+        return None
+    if method is not None:
+        raise ValueError(f"method {method!r} fits the full-rank family; the factor family "
+                         "takes no method (fit(target, family='factor'))")
+    return fit_family(target, seeds=seeds, num_steps=num_steps, batch_size=batch_size,
+                      step_size=step_size, init=check_init(target, init), opts=opts,
+                      progress=progress, why=why)
 
 
 def _with_cost(res, meter, programs):
