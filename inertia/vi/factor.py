@@ -174,14 +174,16 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
             compiled[n] = block.lower(state, keys, xs, ss, dev(1.0)).compile()
             compile_seconds += time.perf_counter() - t0
         t0 = time.perf_counter()
-        state, ok, sums = compiled[n](state, keys, xs, ss, dev(scale))
+        new, ok, sums = compiled[n](state, keys, xs, ss, dev(scale))
         ok = bool(jax.block_until_ready(ok))
         elapsed += time.perf_counter() - t0
-        step += n
         if not ok:
             stopped = {"converged": False, "step": step, "reason": "NOT CONVERGED: a gradient "
-                       "was not finite at a draw of q (diverged); the result is the last state"}
+                       f"was not finite at a draw of q within updates {step + 1}-{step + n} "
+                       "(diverged); the result is the state before them"}
             break
+        state = new
+        step += n
         current = state[0]
         if avg_start is not None:
             sums = [np.asarray(a, np.float64) for a in sums]
@@ -193,7 +195,7 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
         secs.append(elapsed)
         values.append(float(np.mean(vals)))
         stderrs.append(float(np.std(vals, ddof=1) / math.sqrt(vals.size)))
-        last_draws, answer = vals, current
+        last_draws = vals
         if rule is not None and avg_start is None and rule.update(vals):
             avg_start, scale = step, 1.0 / AVERAGING_STEP_DECAY
             until = min(num_steps, step * (1 + FACTOR_AVERAGING))
@@ -203,7 +205,8 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     if stopped is None:
         stopped = ({"converged": False, "step": step, "reason": "NOT CONVERGED: num_steps reached "
                     "before the objective was seen to plateau"} if rule is not None else
-                   {"converged": True, "step": step, "reason": f"ran the {num_steps} updates given"})
+                   {"converged": False, "step": step, "reason": f"NOT CONVERGED: not judged "
+                    f"(tol=None: the {num_steps} updates given, without the stopping rule)"})
     elif stopped["converged"] and avg_start is not None and until - avg_start < \
             avg_start * FACTOR_AVERAGING:
         stopped = {**stopped, "converged": False, "averaging_from": avg_start,
