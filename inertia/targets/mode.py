@@ -147,14 +147,19 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     first that converges: the converged mode of lowest V, else the end point of lowest V, with
     every start's queries counted."""
     kw = dict(max_iter=max_iter, newton_iter=newton_iter, tol=tol, dense_max_dim=dense_max_dim)
-    first = _search(target, init, **kw)
-    if first.converged or restarts <= 0:
+    try:
+        first = _search(target, init, **kw)
+    except TargetError as err:  # V or grad V not finite at the first start: try the others
+        if restarts <= 0:
+            raise
+        first, failed = None, err
+    if first is not None and (first.converged or restarts <= 0):
         return first
     d = target.dim
     rng = np.random.default_rng(seed)
     starts = [] if init is None or not np.any(np.asarray(init)) else [np.zeros(d)]
     starts += [rng.uniform(-2.0, 2.0, d) for _ in range(restarts - len(starts))]
-    found = [first]
+    found = [] if first is None else [first]
     for x0 in starts:
         try:
             found.append(_search(target, x0, **kw))
@@ -162,6 +167,11 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
             continue
         if found[-1].converged:
             break
+    if not found:
+        raise TargetError(f"{failed} (nor at any of {len(starts)} further starts: 0 and uniform "
+                          "draws in [-2, 2]^d)") from failed
+    first_reason = (first.reason if first is not None else
+                    "the potential or its gradient is not finite at the first start")
     vg = jitted(target, "value_and_grad")
 
     def value(m):
@@ -171,8 +181,9 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     pool = [m for m in found if m.converged] or found
     best = min(pool, key=value)
     tried = f"{len(found)} starts"
-    reason = (f"{best.reason} (from start {[m is best for m in found].index(True) + 1} of {tried}; the first did not "
-              f"converge: {first.reason})" if best.converged else f"{best.reason} (best of {tried})")
+    reason = (f"{best.reason} (from start {[m is best for m in found].index(True) + 1} of {tried}; "
+              f"the first did not converge: {first_reason})" if best.converged
+              else f"{best.reason} (best of {tried})")
     return dataclasses.replace(best, reason=reason, grad_evals=sum(m.grad_evals for m in found)
                                + len(found), hvp_evals=sum(m.hvp_evals for m in found))
 

@@ -117,8 +117,11 @@ def test_model_nan_at_start_is_not_blamed_on_the_step_size():
     t = from_potential(lambda q: jnp.sum(jnp.log(q) ** 2), 2, name="log")  # NaN at 0, the start
     with pytest.raises((ValueError, FloatingPointError)) as err:
         sample(t, seed=0)
-    assert "not finite at the starting point" in str(err.value)
-    assert "step" not in str(err.value).replace("starting", "")
+    # the mode search leaves the NaN start for a finite one (targets.mode.find_mode); the chains,
+    # started around it, meet q < 0: the error names the model, not the step size
+    msg = str(err.value)
+    assert "not finite at the" in msg
+    assert "not a step-size problem" in msg or "step" not in msg.replace("starting", "")
 
 
 def test_exact_autocorrelation_times_match_a_long_run():

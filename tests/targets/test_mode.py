@@ -97,3 +97,28 @@ def test_probe_is_silent_on_rays_that_leave_the_support():
 def test_not_converged_is_reported_on_an_unbounded_potential():
     m = find_mode(from_potential(lambda x: -x[0] + 0.5 * x[1] ** 2, 2))
     assert not m.converged and m.reason
+
+
+def _infinite_where(bad, d=3):
+    """V = ||x - 1||^2 / 2, +inf where `bad(x)`: the mode is 1 (closed form)."""
+    return from_potential(lambda x: jnp.where(bad(x), jnp.inf, 0.5 * jnp.sum((x - 1.0) ** 2)), d)
+
+
+def test_a_start_where_v_is_not_finite_is_left_for_the_next():
+    """V is +inf at 0, the first start: the search goes on from the uniform starts and finds the
+    mode 1 (it raised at the first start)."""
+    t = _infinite_where(lambda x: jnp.all(x == 0.0))
+    m = find_mode(t)
+    assert m.converged and np.allclose(m.x, 1.0, atol=1e-6)
+    assert "not finite at the first start" in m.reason
+
+
+def test_a_potential_infinite_at_every_start_is_refused():
+    """V is +inf wherever x_0 < 5 (every start: 0 and the box [-2, 2]^d): a TargetError naming
+    the starts tried, not a mode."""
+    import pytest
+    from inertia.targets.base import TargetError
+
+    t = _infinite_where(lambda x: x[0] < 5.0)
+    with pytest.raises(TargetError, match="further starts"):
+        find_mode(t)
