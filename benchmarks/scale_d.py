@@ -5,7 +5,7 @@ Families (NumPyro models; d is the number of unconstrained parameters):
 - "hier": non-centred hierarchical logistic regression, G = d - 3 groups, N = 8 G rows;
 - "glmm": Poisson GLMM with crossed random effects (rows and columns of a table, non-centred),
   R = C = (d - 3) / 2 levels, N = 4 (R + C) cells drawn at random;
-- "field": latent Gaussian field on a k x k grid (d = k^2; intrinsic random-walk precision
+- "field": latent Gaussian field on a k x k grid (k = round(sqrt(d)), k^2 parameters; intrinsic random-walk precision
   tau (sum of squared neighbour differences) + 0.01 |f|^2, tau = 4) with Poisson counts per cell.
 Runs (each in a fresh process, float64 enabled explicitly in the peers' processes, empty JAX cache):
 - "sample": `inertia.mcmc.sample(target)` (default: run until R-hat <= 1.01 and bulk ESS >= 400);
@@ -49,6 +49,11 @@ METHODS = ("sample", "sample-low-rank", "fit", "nuts-diag", "nuts-dense", "mclmc
 DEFAULT_METHODS = ("sample", "fit", "nuts-diag", "nuts-dense", "mclmc")
 MOMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scale_d")
 DIMS = (100, 300, 1000, 3000, 10000)
+
+
+def dim_of(family: str, d: int) -> int:
+    """The number of unconstrained parameters of `family` asked for d (the field's is k^2)."""
+    return int(round(d ** 0.5)) ** 2 if family == "field" else int(d)
 
 
 def model_and_data(family: str, d: int, seed: int = 0):
@@ -262,7 +267,8 @@ def one(family, d, method, moments_dir=MOMENTS):
     else:
         out, mom = run_nuts(method == "nuts-dense", model, args)
     wall = time.perf_counter() - t0
-    row = {"family": family, "d": d, "method": method, "wall_s": round(wall, 2),
+    row = {"family": family, "d": d, "dim": dim_of(family, d), "method": method,
+           "wall_s": round(wall, 2),
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
            **{k: round(v, 2) for k, v in clock.items()}, **out}
     if row.get("ess"):
@@ -375,7 +381,8 @@ def table(rows, moments_dir=MOMENTS):
         comp = None if "xla_s" not in r else r["trace_s"] + r["lower_s"] + r["xla_s"]
         verdict = r.get("error") or ("converged" if r.get("converged") else "NOT converged")
         z = (f"{e['max_z']:.1f} / {e['z_bound']:.1f}" if "max_z" in e else "-")
-        lines.append(f"| {r['family']} | {r['d']} | {r['method']} | {_fmt(r.get('grads'), ',')} "
+        lines.append(f"| {r['family']} | {dim_of(r['family'], r['d'])} | {r['method']} "
+                     f"| {_fmt(r.get('grads'), ',')} "
                      f"| {_fmt(r.get('grads_per_ess'), '.1f')} | {_fmt(r.get('wall_s'), '.0f')} "
                      f"| {_fmt(comp, '.0f')} | {_fmt(r.get('peak_rss_mb'), '.0f')} | {verdict} "
                      f"| {e.get('ref', '-')} "
@@ -398,7 +405,8 @@ def goals(rows, method="sample", peer="nuts-diag"):
         w = r["wall_s"] / p["wall_s"]
         mem = r["peak_rss_mb"] / p["peak_rss_mb"]
         met = g <= 0.5 and w <= 0.5 and mem <= 2 and r.get("converged")
-        lines.append(f"| {fam} | {d} | {g:.2f} | {w:.2f} | {mem:.2f} | {'yes' if met else 'no'} |")
+        lines.append(f"| {fam} | {dim_of(fam, d)} | {g:.2f} | {w:.2f} | {mem:.2f} "
+                     f"| {'yes' if met else 'no'} |")
     return "\n".join(lines)
 
 
