@@ -451,9 +451,13 @@ def plot(rows, path):
         axes[0, j].set_ylabel("gradients per ESS (warm-up included)")
         axes[1, j].set_ylabel("first-run wall time, s (fresh process)")
         axes[1, j].set_xlabel("d")
-    axes[1, 0].legend(fontsize=7)
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8)
     fig.suptitle("cost against d (hollow: not converged; fit has no ESS)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(path, dpi=110)
 
 
