@@ -49,6 +49,7 @@ METHODS = ("sample", "sample-low-rank", "fit", "nuts-diag", "nuts-dense", "mclmc
 DEFAULT_METHODS = ("sample", "fit", "nuts-diag", "nuts-dense", "mclmc")
 MOMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scale_d")
 DIMS = (100, 300, 1000, 3000, 10000)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout
 
 
 def dim_of(family: str, d: int) -> int:

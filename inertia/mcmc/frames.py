@@ -14,6 +14,9 @@ stage-1 warm-up draws then set s by their per-coordinate variance and, after tha
 eigen-directions of their covariance whose eigenvalue lies above the Marchenko-Pastur bulk of an
 identity covariance (at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
 Baik & Silverstein 2006) become U: "low-rank" when there is at least one, else "diagonal".
+The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not finite (the start
+frame's scale of a nearly flat coordinate, e.g. a group scale whose log is driven far down at a
+hierarchical model's MAP, can reach overflow) moves halfway to the MAP until it is finite.
 `sample(..., frame=...)` forces a kind ("dense" at any d; "diagonal"; "low-rank").
 """
 from __future__ import annotations
@@ -30,6 +33,7 @@ DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense 
 MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
+START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
 
 
 @jax.tree_util.register_pytree_node_class
@@ -118,6 +122,23 @@ def start_frame(target, mode, probes: int = PROBES, seed: int = 0) -> Frame:
     return Frame(np.asarray(mode, np.float64), 1.0 / np.sqrt(h))
 
 
+def finite_start(method, vg, z0, keys, halvings: int = START_HALVINGS):
+    """Chain states at z0 (chains, d) in a frame whose mean is the MAP: a chain whose gradient is
+    not finite there moves halfway towards the mean (z = 0), at most `halvings` times; then
+    `start.start`, which raises if one still is not. Chains that start finite keep z0."""
+    from .start import init_fn, start
+
+    z = np.array(z0, dtype=np.float64)
+    for _ in range(halvings):
+        state = init_fn(method, vg)(z, keys)  # the same program at every call
+        bad = ~np.all(np.isfinite(np.asarray(state.grad)), axis=1) | \
+            ~np.all(np.isfinite(z), axis=1)
+        if not bad.any():
+            return state
+        z[bad] *= 0.5
+    return start(method, vg, z, keys)
+
+
 def spiked_eigenvalue(ell, c):
     """The population eigenvalue lam > 1 + sqrt(c) whose sample eigenvalue is `ell` in the spiked
     covariance model, ell = lam + c lam / (lam - 1) (Baik & Silverstein 2006); `ell` must lie
@@ -203,5 +224,5 @@ def whiten(target, frame: Frame):
 
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
-           "from_draws", "eigenvalues", "frame_value_and_grad", "hessian_diagonal",
+           "finite_start", "from_draws", "eigenvalues", "frame_value_and_grad", "hessian_diagonal",
            "spiked_eigenvalue"]

@@ -103,3 +103,37 @@ def test_exact_sampler_stays_exact_in_a_low_rank_frame():
     assert np.all(np.abs(flat.var(0) - var) <= 5 * var * np.sqrt(2.0 / st["ess_bulk"]))
     u = np.diag(s) @ U[:, 0] / np.linalg.norm(np.diag(s) @ U[:, 0])
     assert abs(float(np.var(flat @ u)) / float(u @ C @ u) - 1.0) <= 0.2
+
+
+def test_start_draws_that_overflow_move_towards_the_map():
+    """Start draws x = m + F z0 whose gradient overflows (exp(x_0) beyond 709.78 in float64, the
+    start frame's scale 1000 on coordinate 0) are halved towards the MAP until finite: the
+    smallest k with 1000 z_0 2^-k below log(max float) (closed form); finite draws keep z0. The
+    chain start without it raises."""
+    import jax
+
+    from inertia.mcmc import get_method
+    from inertia.mcmc.start import start
+    from inertia.targets.base import from_logdensity
+
+    d = 3
+    with jax.enable_x64(True):
+        t = from_logdensity(lambda x: -0.5 * jax.numpy.sum(x ** 2) - jax.numpy.exp(x[0]),
+                            np.zeros(d))
+        fr = frames.Frame(np.zeros(d), np.array([1000.0, 1.0, 1.0]))
+        vg = frames.frame_value_and_grad(t, fr)
+        m = get_method("hfhr-exact")
+        z0 = np.array([[0.5, 0.1, -0.2], [2.0, 0.3, 0.4], [-3.0, 1.0, 1.0], [0.9, -1.0, 0.0]])
+        keys = jax.random.split(jax.random.PRNGKey(0), 4)
+        with pytest.raises(FloatingPointError, match="chain 1"):
+            start(m, vg, z0, keys)
+        state = frames.finite_start(m, vg, z0, keys)
+    z = np.asarray(state.position)
+    limit = np.log(np.finfo(np.float64).max)
+    for row, row0 in zip(z, z0):
+        k = 0
+        while 1000.0 * row0[0] * 0.5 ** k > limit:  # the halvings a finite gradient needs
+            k += 1
+        np.testing.assert_array_equal(row, row0 * 0.5 ** k)
+    assert np.all(np.isfinite(np.asarray(state.grad)))
+    np.testing.assert_array_equal(z[[0, 2]], z0[[0, 2]])  # finite starts untouched
