@@ -440,7 +440,7 @@ def plot(rows, path):
             rs = sorted((r for r in rows if r["family"] == fam and r["method"] == method
                          and "error" not in r), key=lambda r: r["d"])
             for i, key in enumerate(("grads_per_ess", "wall_s")):
-                pts = [(r["d"], r[key]) for r in rs if r.get(key)]
+                pts = [(dim_of(fam, r["d"]), r[key]) for r in rs if r.get(key)]
                 if pts:
                     open_ = [p for p, r in zip(pts, [r for r in rs if r.get(key)])
                              if not r.get("converged")]
