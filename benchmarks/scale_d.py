@@ -5,7 +5,7 @@ Families (NumPyro models; d is the number of unconstrained parameters):
 - "hier": non-centred hierarchical logistic regression, G = d - 3 groups, N = 8 G rows;
 - "glmm": Poisson GLMM with crossed random effects (rows and columns of a table, non-centred),
   R = C = (d - 3) / 2 levels, N = 4 (R + C) cells drawn at random;
-- "field": latent Gaussian field on a k x k grid (d = k^2; intrinsic random-walk precision
+- "field": latent Gaussian field on a k x k grid (k = round(sqrt(d)), k^2 parameters; intrinsic random-walk precision
   tau (sum of squared neighbour differences) + 0.01 |f|^2, tau = 4) with Poisson counts per cell.
 Runs (each in a fresh process, float64 enabled explicitly in the peers' processes, empty JAX cache):
 - "sample": `inertia.mcmc.sample(target)` (default: run until R-hat <= 1.01 and bulk ESS >= 400);
@@ -14,17 +14,26 @@ Runs (each in a fresh process, float64 enabled explicitly in the peers' processe
 - "nuts-diag" / "nuts-dense": NumPyro NUTS, 4 chains x (1,000 warm-up + 1,000 draws), sequential;
   dense only up to --max-dense-d;
 - "mclmc": BlackJAX MCLMC, 4 chains (vmapped), 2,000 tuning steps (`mclmc_find_L_and_step_size`,
-  diagonal preconditioning) + 2,000 draws each; 2 gradients per step (isokinetic McLachlan).
+  diagonal preconditioning) + 2,000 draws each; 2 gradients per step (isokinetic McLachlan);
+- "reference": a long NumPyro NUTS run (diagonal mass, 4 chains x (1,000 warm-up + 5,000 draws),
+  another seed), run where affordable; its per-coordinate means, sds and Monte Carlo standard
+  errors are the reference of the errors below.
 Per run: gradients including warm-up (all chains), min bulk ESS and max R-hat over parameters
 (ArviZ, on the unconstrained draws), gradients per ESS, first-run wall time (model set-up,
 compilation and run), the process's peak resident memory, the verdict (inertia's own; peers:
-R-hat <= 1.01 and ESS >= 400), and, for inertia's runs, the time per gradient step. `fit` has no
-ESS: its row gives gradients, wall time, memory and verdict.
+R-hat <= 1.01 and ESS >= 400), the seconds spent tracing, lowering and compiling (jax.monitoring)
+and, for inertia's runs, the time per gradient step. `fit` has no ESS: its row gives gradients,
+wall time, memory and verdict. Every run saves its per-coordinate means, sds and MCSEs (unconstrained
+coordinates) under --moments; the report compares them with the reference run of the same
+family and d (where none was affordable, with the diagonal NUTS run): the largest |mean - ref| / ref sd, and the largest of that difference over its
+Monte Carlo error sqrt(mcse^2 + mcse_ref^2), which for a correct sampler is the maximum of d
+standard normals (a Bonferroni bound at level 0.01 is the threshold of "consistent").
 
 Run (one command, the full grid; hours on 2 cores):
-    python benchmarks/scale_d.py --out benchmarks/results/scale_d.jsonl --plot docs/scale_d.png
-Smaller: --dims 100 300 --families hier glmm --methods sample nuts-diag; a saved run's table and
-plot: --report benchmarks/results/scale_d.jsonl [--plot PNG].
+    python benchmarks/scale_d.py --json benchmarks/results/scale_d.json --plot docs/benchmarks/scale_d.png
+Smaller: --dims 100 300 --families hier glmm --methods sample nuts-diag (rows of the same family,
+d and method in the JSON file are replaced); a saved run's table, goals and plot:
+    python benchmarks/scale_d.py --report benchmarks/results/scale_d.json --plot docs/benchmarks/scale_d.png
 """
 from __future__ import annotations
 
@@ -36,8 +45,16 @@ import sys
 import time
 
 FAMILIES = ("hier", "glmm", "field")
-METHODS = ("sample", "sample-low-rank", "fit", "nuts-diag", "nuts-dense", "mclmc")
+METHODS = ("sample", "sample-low-rank", "fit", "nuts-diag", "nuts-dense", "mclmc", "reference")
+DEFAULT_METHODS = ("sample", "fit", "nuts-diag", "nuts-dense", "mclmc")
+MOMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scale_d")
 DIMS = (100, 300, 1000, 3000, 10000)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout
+
+
+def dim_of(family: str, d: int) -> int:
+    """The number of unconstrained parameters of `family` asked for d (the field's is k^2)."""
+    return int(round(d ** 0.5)) ** 2 if family == "field" else int(d)
 
 
 def model_and_data(family: str, d: int, seed: int = 0):
@@ -98,22 +115,19 @@ def model_and_data(family: str, d: int, seed: int = 0):
     raise ValueError(f"unknown family {family!r}")
 
 
-def _ess_rhat(draws):
-    """(min bulk ESS, max R-hat) over parameters of draws (chain, draw, d), ArviZ."""
+def _summary(draws):
+    """(min bulk ESS, max R-hat, moments) of draws (chain, draw, d), ArviZ; moments are the
+    per-coordinate mean, sd, MCSE of the mean and bulk ESS."""
     import numpy as np
 
     from inertia.diagnostics import arviz_stats
 
-    st = arviz_stats(np.asarray(draws, dtype=np.float64))
-    return float(np.nanmin(st["ess_bulk"])), float(np.nanmax(st["rhat"]))
-
-
-def _flat(samples, chains):
-    """{site: (chain, draw, ...)} -> (chain, draw, d)."""
-    import numpy as np
-
-    parts = [np.asarray(v).reshape(chains, np.shape(v)[1], -1) for _, v in sorted(samples.items())]
-    return np.concatenate(parts, axis=-1)
+    x = np.asarray(draws, dtype=np.float64)
+    st = arviz_stats(x)
+    flat = x.reshape(-1, x.shape[-1])
+    mom = {"mean": flat.mean(0), "sd": flat.std(0, ddof=1), "mcse": st["mcse_mean"],
+           "ess": st["ess_bulk"]}
+    return float(np.nanmin(st["ess_bulk"])), float(np.nanmax(st["rhat"])), mom
 
 
 def run_inertia(method, model, args):
@@ -126,36 +140,58 @@ def run_inertia(method, model, args):
         from inertia.mcmc import sample
 
         r = sample(t, seed=0, frame="low-rank" if method == "sample-low-rank" else "auto")
-        ess, rhat = _ess_rhat(r.draws)
+        ess, rhat, mom = _summary(r.draws)
         steps = int(np.sum(r.grad_evals)) if np.ndim(r.grad_evals) else int(r.grad_evals)
         return {"grads": int(r.total_grad_evals), "ess": ess, "rhat": rhat,
                 "converged": bool(r.converged), "frame": r.tuning.get("precondition"),
-                "sampling_grads_per_chain": steps}
+                "sampling_grads_per_chain": steps}, mom
     from inertia.vi import fit
 
     r = fit(t, seed=0)
     h = r.history
     grads = int(np.asarray(h["grad_evals"])[-1]) + 2 * int(np.asarray(h.get("hvp_evals", [0]))[-1])
+    mom = {"mean": np.asarray(r.mean, np.float64)}
+    sd = getattr(r, "sd", None)
+    if sd is None and getattr(r, "cov", None) is not None:
+        sd = np.sqrt(np.diag(np.asarray(r.cov, np.float64)))
+    if sd is not None:
+        mom["sd"] = np.asarray(sd, np.float64)
     return {"grads": grads, "ess": None, "rhat": None, "converged": bool(r.converged),
-            "vi_method": r.method}
+            "vi_method": r.method}, mom
 
 
-def run_nuts(dense, model, args, warmup=1000, draws=1000, chains=4):
+def _unconstrained(model, args, samples, chains):
+    """NUTS's constrained draws {site: (chain, draw, ...)} -> unconstrained (chain, draw, d), in
+    the flattening of inertia's target (jax.flatten_util.ravel_pytree of the latent sites)."""
+    import jax
+    import numpy as np
+    from jax.flatten_util import ravel_pytree
+    from numpyro.infer.util import unconstrain_fn
+
+    def one(params):
+        return ravel_pytree(unconstrain_fn(model, args, {}, params))[0]
+
+    flat = {k: np.asarray(v).reshape((-1,) + np.shape(v)[2:]) for k, v in samples.items()}
+    u = np.asarray(jax.jit(jax.vmap(one))(flat))
+    return u.reshape(chains, -1, u.shape[-1])
+
+
+def run_nuts(dense, model, args, warmup=1000, draws=1000, chains=4, seed=0):
     import jax
     import numpy as np
     from numpyro.infer import MCMC, NUTS
 
     mcmc = MCMC(NUTS(model, dense_mass=dense), num_warmup=warmup, num_samples=draws,
                 num_chains=chains, chain_method="sequential", progress_bar=False)
-    key = jax.random.PRNGKey(0)
+    key = jax.random.PRNGKey(seed)
     mcmc.warmup(key, *args, extra_fields=("num_steps",), collect_warmup=True)
     warm = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
-    mcmc.run(jax.random.PRNGKey(1), *args, extra_fields=("num_steps",))
+    mcmc.run(jax.random.PRNGKey(seed + 1), *args, extra_fields=("num_steps",))
     samp = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
-    sites = {k: v for k, v in mcmc.get_samples(group_by_chain=True).items()}
-    ess, rhat = _ess_rhat(_flat(sites, chains))
+    ess, rhat, mom = _summary(_unconstrained(model, args, mcmc.get_samples(group_by_chain=True),
+                                             chains))
     return {"grads": warm + samp, "warmup_grads": warm, "ess": ess, "rhat": rhat,
-            "converged": bool(rhat <= 1.01 and ess >= 400)}
+            "converged": bool(rhat <= 1.01 and ess >= 400)}, mom
 
 
 def run_mclmc(model, args, tune=2000, draws=2000, chains=4):
@@ -187,75 +223,206 @@ def run_mclmc(model, args, tune=2000, draws=2000, chains=4):
         return xs, n_tune
 
     xs, n_tune = jax.jit(jax.vmap(one))(jax.random.split(jax.random.PRNGKey(0), chains))
-    ess, rhat = _ess_rhat(np.asarray(xs))
+    ess, rhat, mom = _summary(np.asarray(xs))
     grads = 2 * (int(np.sum(np.asarray(n_tune))) + chains * draws)
-    return {"grads": grads, "ess": ess, "rhat": rhat, "converged": bool(rhat <= 1.01 and ess >= 400)}
+    return {"grads": grads, "ess": ess, "rhat": rhat,
+            "converged": bool(rhat <= 1.01 and ess >= 400)}, mom
 
 
-def one(family, d, method):
-    """One run in this process: its JSON row."""
+def _compile_clock():
+    """{kind: seconds} summed over jax.monitoring's tracing, lowering and XLA compilation events."""
+    import jax.monitoring as monitoring
+
+    kinds = {"/jax/core/compile/jaxpr_trace_duration": "trace_s",
+             "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+             "/jax/core/compile/backend_compile_duration": "xla_s"}
+    acc = {v: 0.0 for v in kinds.values()}
+
+    def listen(event, secs, **kw):
+        if event in kinds:
+            acc[kinds[event]] += secs
+
+    monitoring.register_event_duration_secs_listener(listen)
+    return acc
+
+
+def one(family, d, method, moments_dir=MOMENTS):
+    """One run in this process: its JSON row (and its moments saved under moments_dir)."""
     import resource
 
+    import numpy as np
+
     t0 = time.perf_counter()
-    if method in ("nuts-diag", "nuts-dense", "mclmc"):
+    clock = _compile_clock()
+    if method in ("nuts-diag", "nuts-dense", "mclmc", "reference"):
         import jax
 
         jax.config.update("jax_enable_x64", True)  # the peers in float64, as inertia
     model, args = model_and_data(family, d)
     if method in ("sample", "sample-low-rank", "fit"):
-        out = run_inertia(method, model, args)
+        out, mom = run_inertia(method, model, args)
     elif method == "mclmc":
-        out = run_mclmc(model, args)
+        out, mom = run_mclmc(model, args)
+    elif method == "reference":
+        out, mom = run_nuts(False, model, args, draws=5000, seed=7)
     else:
-        out = run_nuts(method == "nuts-dense", model, args)
+        out, mom = run_nuts(method == "nuts-dense", model, args)
     wall = time.perf_counter() - t0
-    row = {"family": family, "d": d, "method": method, "wall_s": round(wall, 2),
+    row = {"family": family, "d": d, "dim": dim_of(family, d), "method": method,
+           "wall_s": round(wall, 2),
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
-           **out}
+           **{k: round(v, 2) for k, v in clock.items()}, **out}
     if row.get("ess"):
         row["grads_per_ess"] = round(row["grads"] / row["ess"], 2)
     if row.get("grads"):
         row["ms_per_grad"] = round(1e3 * wall / row["grads"], 4)  # first run: compile included
+    if moments_dir:
+        os.makedirs(moments_dir, exist_ok=True)
+        np.savez_compressed(os.path.join(moments_dir, f"{family}_{d}_{method}.npz"),
+                            **{k: np.asarray(v, np.float64) for k, v in mom.items()})
     return row
 
 
-def run_grid(families, dims, methods, out, timeout, max_dense_d):
+def errors(row, moments_dir=MOMENTS):
+    """Errors of a run's moments against the reference run of its family and d (None if either
+    is missing): max |mean - ref| / ref sd, max |sd / ref sd - 1|, and the largest standardised
+    mean difference |mean - ref| / sqrt(mcse^2 + mcse_ref^2) with its Bonferroni threshold."""
+    import numpy as np
+    from scipy.stats import norm
+
+    def load(method):
+        path = os.path.join(moments_dir, f"{row['family']}_{row['d']}_{method}.npz")
+        return dict(np.load(path)) if os.path.exists(path) else None
+
+    ref, ref_name = load("reference"), "reference"
+    if ref is None:  # no long run at this d: the diagonal NUTS run, an independent sampler
+        ref, ref_name = load("nuts-diag"), "nuts-diag"
+    mom = load(row["method"])
+    if row["method"] == ref_name or ref is None or mom is None or "error" in row:
+        return None
+    if np.shape(mom["mean"]) != np.shape(ref["mean"]):
+        return None
+    out = {"ref": ref_name,
+           "mean_err_sd": float(np.max(np.abs(mom["mean"] - ref["mean"]) / ref["sd"]))}
+    if "sd" in mom:
+        out["sd_rel_err"] = float(np.max(np.abs(mom["sd"] / ref["sd"] - 1.0)))
+    if "mcse" in mom:
+        z = np.abs(mom["mean"] - ref["mean"]) / np.sqrt(mom["mcse"] ** 2 + ref["mcse"] ** 2)
+        out["max_z"] = float(np.max(z))
+        out["z_bound"] = float(norm.isf(0.005 / z.size))  # two-sided 0.01, Bonferroni over d
+        out["consistent"] = bool(out["max_z"] <= out["z_bound"])
+    return out
+
+
+def load_rows(path):
+    """Rows of a results file: a JSON list, or JSON lines."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        text = fh.read().strip()
+    if not text:
+        return []
+    if text.startswith("["):
+        return json.loads(text)
+    return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
+
+
+def save_row(path, row):
+    """Put `row` into the JSON list at `path`, replacing a row of the same family, d and method."""
+    key = (row["family"], row["d"], row["method"])
+    rows = [r for r in load_rows(path) if (r["family"], r["d"], r["method"]) != key] + [row]
+    rows.sort(key=lambda r: (FAMILIES.index(r["family"]), r["d"], METHODS.index(r["method"])))
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(rows, fh, indent=1)
+    os.replace(tmp, path)
+
+
+def run_grid(families, dims, methods, out, timeout, max_dense_d, moments_dir, max_ref_d):
     rows = []
-    for family in families:
-        for d in dims:
+    for d in dims:
+        for family in families:
             for method in methods:
                 if method == "nuts-dense" and d > max_dense_d:
                     continue
+                if method == "reference" and d > max_ref_d:
+                    continue
                 env = dict(os.environ, INERTIA_JAX_CACHE="off", JAX_COMPILATION_CACHE_DIR="")
-                cmd = [sys.executable, os.path.abspath(__file__), "--one", family, str(d), method]
+                cmd = [sys.executable, os.path.abspath(__file__), "--one", family, str(d), method,
+                       "--moments", moments_dir or ""]
                 t0 = time.perf_counter()
                 try:
                     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
                     line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
                     row = (json.loads(line[-1]) if line else
                            {"family": family, "d": d, "method": method,
+                            "wall_s": round(time.perf_counter() - t0, 2),
                             "error": (p.stderr.strip().splitlines() or ["no output"])[-1][:300]})
                 except subprocess.TimeoutExpired:
                     row = {"family": family, "d": d, "method": method,
-                           "error": f"over {timeout} s", "wall_s": round(time.perf_counter() - t0)}
+                           "error": f"over {timeout:.0f} s", "wall_s": round(time.perf_counter() - t0)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
                 if out:
-                    with open(out, "a") as fh:
-                        fh.write(json.dumps(row) + "\n")
+                    save_row(out, row)
     return rows
 
 
-def table(rows):
-    head = f"{'family':6} {'d':>6} {'method':10} {'grads/ESS':>10} {'wall s':>8} {'MB':>7} verdict"
-    lines = [head]
+def _fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def _compile_s(row):
+    """Seconds of tracing, lowering and XLA compilation in a row (None if not measured)."""
+    return None if "xla_s" not in row else row["trace_s"] + row["lower_s"] + row["xla_s"]
+
+
+def table(rows, moments_dir=MOMENTS):
+    """Markdown table of the rows: cost, memory, compilation, verdict and errors."""
+    lines = ["| family | d | method | gradients | grads/ESS | wall s | compile s | peak MB | verdict "
+             "| against | mean err (ref sd) | sd rel err | max z / bound |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        gpe = r.get("grads_per_ess")
-        lines.append(f"{r['family']:6} {r['d']:>6} {r['method']:10} "
-                     f"{'-' if gpe is None else f'{gpe:.1f}':>10} {r.get('wall_s', '-'):>8} "
-                     f"{r.get('peak_rss_mb', '-'):>7} "
-                     f"{r.get('error') or ('converged' if r.get('converged') else 'NOT converged')}")
+        e = errors(r, moments_dir) or {}
+        comp = _compile_s(r)
+        verdict = r.get("error") or ("converged" if r.get("converged") else "NOT converged")
+        z = (f"{e['max_z']:.1f} / {e['z_bound']:.1f}" if "max_z" in e else "-")
+        lines.append(f"| {r['family']} | {dim_of(r['family'], r['d'])} | {r['method']} "
+                     f"| {_fmt(r.get('grads'), ',')} "
+                     f"| {_fmt(r.get('grads_per_ess'), '.1f')} | {_fmt(r.get('wall_s'), '.0f')} "
+                     f"| {_fmt(comp, '.0f')} | {_fmt(r.get('peak_rss_mb'), '.0f')} | {verdict} "
+                     f"| {e.get('ref', '-')} "
+                     f"| {_fmt(e.get('mean_err_sd'), '.3f')} | {_fmt(e.get('sd_rel_err'), '.3f')} "
+                     f"| {z} |")
     return "\n".join(lines)
+
+
+def goals(rows, method="sample", peer="nuts-diag"):
+    """Markdown table of `method` against `peer` per family and d: ratios of gradients per ESS,
+    first-run wall time, wall time less compilation, and peak memory (goals: <= 0.5 for the
+    gradients and the first-run wall time, <= 2 for the memory; the run converged)."""
+    by = {(r["family"], r["d"], r["method"]): r for r in rows if "error" not in r}
+    lines = [f"| family | d | {method} / {peer} grads per ESS | wall | wall less compilation "
+             "| peak memory | goals met |", "|---|---|---|---|---|---|---|"]
+    for (fam, d, m), r in sorted(by.items(), key=lambda kv: (FAMILIES.index(kv[0][0]), kv[0][1])):
+        p = by.get((fam, d, peer))
+        if m != method or p is None or not r.get("grads_per_ess") or not p.get("grads_per_ess"):
+            continue
+        g = r["grads_per_ess"] / p["grads_per_ess"]
+        w = r["wall_s"] / p["wall_s"]
+        mem = r["peak_rss_mb"] / p["peak_rss_mb"]
+        run = (None if "xla_s" not in r or "xla_s" not in p else
+               (r["wall_s"] - _compile_s(r)) / (p["wall_s"] - _compile_s(p)))
+        met = g <= 0.5 and w <= 0.5 and mem <= 2 and r.get("converged")
+        lines.append(f"| {fam} | {dim_of(fam, d)} | {g:.2f} | {w:.2f} | {_fmt(run, '.2f')} "
+                     f"| {mem:.2f} "
+                     f"| {'yes' if met else 'no'} |")
+    return "\n".join(lines)
+
+
+LABELS = {"sample": "inertia sample", "sample-low-rank": "inertia sample (low-rank forced)",
+          "fit": "inertia fit", "nuts-diag": "NUTS diagonal", "nuts-dense": "NUTS dense",
+          "mclmc": "BlackJAX MCLMC", "reference": "reference NUTS (5,000 draws)"}
 
 
 def plot(rows, path):
@@ -264,46 +431,63 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fams = sorted({r["family"] for r in rows})
-    fig, axes = plt.subplots(2, len(fams), figsize=(4.5 * len(fams), 7), squeeze=False)
+    fams = [f for f in FAMILIES if any(r["family"] == f for r in rows)]
+    fig, axes = plt.subplots(2, len(fams), figsize=(4.5 * len(fams), 7.5), squeeze=False)
     for j, fam in enumerate(fams):
         for method in METHODS:
+            if method == "reference":
+                continue
             rs = sorted((r for r in rows if r["family"] == fam and r["method"] == method
                          and "error" not in r), key=lambda r: r["d"])
             for i, key in enumerate(("grads_per_ess", "wall_s")):
-                pts = [(r["d"], r[key]) for r in rs if r.get(key)]
+                pts = [(dim_of(fam, r["d"]), r[key]) for r in rs if r.get(key)]
                 if pts:
-                    axes[i, j].loglog(*zip(*pts), "o-", label=method)
+                    open_ = [p for p, r in zip(pts, [r for r in rs if r.get(key)])
+                             if not r.get("converged")]
+                    color = f"C{METHODS.index(method)}"  # one colour per method in every panel
+                    axes[i, j].loglog(*zip(*pts), "o-", label=LABELS[method], color=color)
+                    if open_:  # not converged: hollow markers over the line
+                        axes[i, j].loglog(*zip(*open_), "o", mfc="white", color=color)
         axes[0, j].set_title(fam)
         axes[0, j].set_ylabel("gradients per ESS (warm-up included)")
-        axes[1, j].set_ylabel("first-run wall time (s)")
+        axes[1, j].set_ylabel("first-run wall time, s (fresh process)")
         axes[1, j].set_xlabel("d")
-        axes[0, j].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=len(handles), fontsize=8)
+    fig.suptitle("cost against d (hollow: not converged; fit has no ESS)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    fig.savefig(path, dpi=110)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     ap.add_argument("--dims", nargs="+", type=int, default=list(DIMS))
-    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS) + ["reference"],
+                    choices=METHODS)
     ap.add_argument("--max-dense-d", type=int, default=1000)
+    ap.add_argument("--max-ref-d", type=int, default=1000, help="largest d of the reference runs")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
-    ap.add_argument("--out", default=None, help="append JSON rows to this file")
+    ap.add_argument("--json", default=None, help="results file (a JSON list; rows replaced by key)")
+    ap.add_argument("--moments", default=MOMENTS, help="folder of each run's moments ('' : none)")
     ap.add_argument("--plot", default=None)
-    ap.add_argument("--report", default=None, help="table (and --plot) of a saved run")
+    ap.add_argument("--report", default=None, help="tables (and --plot) of a saved run")
     ap.add_argument("--one", nargs=3, metavar=("FAMILY", "D", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one[0], int(a.one[1]), a.one[2])), flush=True)
+        print(json.dumps(one(a.one[0], int(a.one[1]), a.one[2], a.moments)), flush=True)
         return
     if a.report:
-        with open(a.report) as fh:
-            rows = [json.loads(ln) for ln in fh if ln.strip()]
+        rows = load_rows(a.report)
     else:
-        rows = run_grid(a.families, a.dims, a.methods, a.out, a.timeout, a.max_dense_d)
-    print(table(rows))
+        rows = run_grid(a.families, a.dims, a.methods, a.json, a.timeout, a.max_dense_d,
+                        a.moments, a.max_ref_d)
+    print(table(rows, a.moments))
+    print()
+    print(goals(rows))
     if a.plot:
         plot(rows, a.plot)
 

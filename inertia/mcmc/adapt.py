@@ -482,10 +482,11 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     fit_grads = grads + 1 + 2 * frames.PROBES
     vg = frames.frame_value_and_grad(target, fr)
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
-    z0 = keys["z0"]
-    if init is not None:
+    if init is None:  # draws around the MAP, moved towards it where the model overflows
+        state = frames.finite_start(method, vg, keys["z0"], keys["start"])
+    else:
         z0 = fr.to_z(np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d)))
-    state = _start(method, vg, z0, keys["start"])
+        state = _start(method, vg, z0, keys["start"])
     h0 = min(1.0, 1.5 * d ** -0.25)
     f = lambda x: _compile.device(x, np.float64)  # noqa: E731
     log_h0 = math.log(h0)

@@ -12,8 +12,12 @@ The rule (`choose`): the start frame is diagonal at the MAP, with s = diag(hess 
 from PROBES Hessian-vector products with Rademacher vectors (Bekas, Kokiopoulou & Saad 2007); the
 stage-1 warm-up draws then set s by their per-coordinate variance and, after that scaling, the
 eigen-directions of their covariance whose eigenvalue lies above the Marchenko-Pastur bulk of an
-identity covariance (at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
+identity covariance (for the draws' effective number, their lag-1 autocorrelation read as
+AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
 Baik & Silverstein 2006) become U: "low-rank" when there is at least one, else "diagonal".
+The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not finite (the start
+frame's scale of a nearly flat coordinate, e.g. a group scale whose log is driven far down at a
+hierarchical model's MAP, can reach overflow) moves halfway to the MAP until it is finite.
 `sample(..., frame=...)` forces a kind ("dense" at any d; "diagonal"; "low-rank").
 """
 from __future__ import annotations
@@ -30,6 +34,7 @@ DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense 
 MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
+START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
 
 
 @jax.tree_util.register_pytree_node_class
@@ -118,6 +123,23 @@ def start_frame(target, mode, probes: int = PROBES, seed: int = 0) -> Frame:
     return Frame(np.asarray(mode, np.float64), 1.0 / np.sqrt(h))
 
 
+def finite_start(method, vg, z0, keys, halvings: int = START_HALVINGS):
+    """Chain states at z0 (chains, d) in a frame whose mean is the MAP: a chain whose gradient is
+    not finite there moves halfway towards the mean (z = 0), at most `halvings` times; then
+    `start.start`, which raises if one still is not. Chains that start finite keep z0."""
+    from .start import init_fn, start
+
+    z = np.array(z0, dtype=np.float64)
+    for _ in range(halvings):
+        state = init_fn(method, vg)(z, keys)  # the same program at every call
+        bad = ~np.all(np.isfinite(np.asarray(state.grad)), axis=1) | \
+            ~np.all(np.isfinite(z), axis=1)
+        if not bad.any():
+            return state
+        z[bad] *= 0.5
+    return start(method, vg, z, keys)
+
+
 def spiked_eigenvalue(ell, c):
     """The population eigenvalue lam > 1 + sqrt(c) whose sample eigenvalue is `ell` in the spiked
     covariance model, ell = lam + c lam / (lam - 1) (Baik & Silverstein 2006); `ell` must lie
@@ -126,11 +148,24 @@ def spiked_eigenvalue(ell, c):
     return 0.5 * (b + np.sqrt(np.maximum(b * b - 4.0 * ell, 0.0)))
 
 
+def effective_draws(z) -> float:
+    """n (1 - rho) / (1 + rho) for draws z (chain, draw, d): rho the median over coordinates of
+    the lag-1 autocorrelation within chains (an AR(1) reading of the draws' dependence)."""
+    z = np.asarray(z, np.float64)
+    c = z - z.mean(1, keepdims=True)
+    num = np.sum(c[:, 1:] * c[:, :-1], axis=(0, 1))
+    den = np.sum(c * c, axis=(0, 1))
+    rho = float(np.clip(np.nanmedian(num / np.where(den > 0, den, np.nan)), 0.0, 0.99))
+    return z.shape[0] * z.shape[1] * (1 - rho) / (1 + rho)
+
+
 def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK) -> Frame:
     """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it: their mean and
     per-coordinate variance (shrunk towards 1 by SHRINK pseudo-draws) set the diagonal; for
     "auto" / "low-rank", the top eigen-directions of the scaled draws' covariance above the
-    Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / (half the draws, for autocorrelation), give U."""
+    Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / n_eff, give U; n_eff is the smaller of half
+    the draws and `effective_draws` (strongly autocorrelated draws, as early warm-up chains at
+    large d, spread the sample eigenvalues of an identity covariance far past the edge for n / 2)."""
     flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
     flat = flat[np.all(np.isfinite(flat), axis=1)]
     n, d = flat.shape
@@ -143,7 +178,7 @@ def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK) ->
     if kind == "diagonal":
         return out
     y = (flat - mu) / sd
-    c = d / max(0.5 * n, 1.0)
+    c = d / max(min(0.5 * n, effective_draws(z)), 1.0)
     _, s, vt = np.linalg.svd(y / math.sqrt(n - 1), full_matrices=False)
     ell = s ** 2
     keep = np.flatnonzero(ell > (1.0 + math.sqrt(c)) ** 2)[:max_rank]
@@ -203,5 +238,5 @@ def whiten(target, frame: Frame):
 
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
-           "from_draws", "eigenvalues", "frame_value_and_grad", "hessian_diagonal",
-           "spiked_eigenvalue"]
+           "finite_start", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
+           "hessian_diagonal", "spiked_eigenvalue"]
