@@ -143,3 +143,35 @@ def test_model_file_holding_a_pm_model(tmp_path):
         pm.Poisson("k", 3.0)
     with pytest.raises(TargetError, match="continuous free variables.*k"):
         from_pymc(discrete)
+
+
+def test_pymc_data_are_arguments_not_constants():
+    """PyMC's observed data and pm.Data containers (1 500 rows each, above the scan's 1 000
+    elements) are arguments of every program a PyMC target's run compiles (value and gradient,
+    the constrain map with a data-sized deterministic, the sampler, the pointwise log
+    likelihood), not HLO constants that XLA embeds and folds."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from test_constants import large_constants
+
+    from inertia.mcmc import sample
+    from inertia.targets import from_pymc
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=1500)
+    y = 1.0 + 2.0 * x + rng.normal(size=1500)
+    with pm.Model() as m:
+        xd = pm.Data("x", x)
+        a, b = pm.Normal("a", 0.0, 1.0), pm.Normal("b", 0.0, 1.0)
+        s = pm.HalfNormal("s", 1.0)
+        pm.Normal("y", a + b * xd, s, observed=y)
+        pm.Deterministic("fit", a + b * xd)
+
+    def run():
+        res = sample(from_pymc(m), num_steps=100, seed=0)
+        idata = res.to_arviz()
+        assert idata.log_likelihood["y"].shape[-1] == 1500
+        assert idata.posterior["fit"].shape[-1] == 1500
+
+    assert large_constants(run) == []
