@@ -144,11 +144,18 @@ def _fmt(v, f="{:.3f}"):
     return f.format(v)
 
 
+def _rel(path):
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 def _z(v):
     return "inf" if not np.isfinite(v) else f"{v:.1f}"
 
 
-INTRO = """# Posterior suite: inertia's default sampler, NUTS and MCLMC
+INTRO = """# Posterior suite: inertia's default sampler, {peers}
 
 {n_post} posteriors, {n_hard} of them non-Gaussian or hierarchical and {n_near} near-Gaussian, each
 run by the samplers {methods} on the same unconstrained target (in one process unless the line
@@ -214,19 +221,22 @@ OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/run.py{quick}
 """
 
 
-def report(data, doc):
+def report(data, doc, json_path=None):
     rows, meta = data["rows"], data["meta"]
     cfg = SETTINGS["quick" if meta.get("quick") else "full"]
     minutes = max(1, round(sum(r.get("wall_s") or 0 for r in rows) / 60))
     posts = {r["posterior"]: r.get("group") for r in rows}
     methods = list(dict.fromkeys(r["method"] for r in rows))
-    lines = [INTRO.format(n_post=len(posts), n_hard=sum(g == HARD for g in posts.values()),
+    peers = "NUTS, MCLMC and nutpie" if set(methods) & set(NUTPIE) else "NUTS and MCLMC"
+    lines = [INTRO.format(peers=peers, n_post=len(posts), n_hard=sum(g == HARD for g in posts.values()),
                           n_near=sum(g == NEAR for g in posts.values()),
                           methods=", ".join(methods),
                           nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1], nuts_cap=cfg["nuts"][2],
                           mclmc_n=cfg["mclmc"][0], mclmc_cap=cfg["mclmc"][1],
                           peer_rule=PEER_RULE, minutes=minutes,
-                          quick=" --quick" if meta.get("quick") else "")]
+                          quick=(" --quick" if meta.get("quick") else "")
+                          + ("" if json_path is None or Path(json_path).resolve() == OUT.resolve()
+                             else f" --json {_rel(json_path)} --doc {_rel(doc)}"))]
     lines.append(f"Measured on {meta.get('machine', '?')}, inertia {meta.get('git')} (default "
                  f"sampler: {meta.get('inertia_default', '?')}), jax {meta.get('jax')}, "
                  f"numpyro {meta.get('numpyro')}, blackjax {meta.get('blackjax')}, "
@@ -234,19 +244,23 @@ def report(data, doc):
                  f"{meta.get('date')}"
                  + (", --quick settings" if meta.get("quick") else "")
                  + (f", in {meta['sessions']} processes (--resume)" if meta.get("sessions", 1) > 1
-                    else ", in one process") + ".\n")
+                    else ", in one process") + "."
+                 + (f" {meta['note']}" if meta.get("note") else "") + "\n")
+    missing = [n for n in NAMES if n not in posts]
+    if missing:
+        lines.append(f"Not run here (the suite's other posteriors): {', '.join(missing)}.\n")
     dense = {r["posterior"]: r for r in rows if r["method"] == "nuts-dense" and "error" not in r}
     for group in (HARD, NEAR):
         lines += [f"## {group}\n",
                   "| posterior | sampler | verdict | max mean err (z) | max sd err (z) | min ESS "
-                  "| grads / ESS | vs NUTS dense | wall s | flag |",
-                  "|---|---|---|---|---|---|---|---|---|---|"]
+                  "| grads / ESS | vs NUTS dense | wall s | re-run s | flag |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in rows:
             if r.get("group") != group:
                 continue
             if "error" in r:
                 lines.append(f"| {r['posterior']} | {r['method']} | failed: "
-                             f"{r['error'][:80]} | | | | | | | |")
+                             f"{r['error'][:80]} | | | | | | | | |")
                 continue
             d = dense.get(r["posterior"])
             ratio = (r["grads_per_ess"] / d["grads_per_ess"]
@@ -261,8 +275,10 @@ def report(data, doc):
                 f"{r['max_mean_err']:.3f} ({r['max_mean_err_at']}, {_z(r['max_mean_err_z'])}) | "
                 f"{r['max_sd_err']:.3f} ({r['max_sd_err_at']}, {_z(r['max_sd_err_z'])}) | "
                 f"{r['min_ess_bulk']:.0f} | {_fmt(r['grads_per_ess'], '{:.0f}')} | "
-                f"{_fmt(ratio, '{:.2f}')} | {r['wall_s']:.1f} | {flag} |")
+                f"{_fmt(ratio, '{:.2f}')} | {r['wall_s']:.1f} | "
+                f"{_fmt(r.get('detail', {}).get('wall_rerun_s'), '{:.1f}')} | {flag} |")
         lines.append("")
+    lines += nutpie_table([r for r in rows if "error" not in r])
     lines += ["## Against the goals\n"]
     lines += goals(rows)
     lines += ["", "## References\n", "| posterior | d | description | reference | min ESS | "
@@ -302,30 +318,77 @@ def goals(rows):
     return out
 
 
-def _against_nutpie(ok):
-    """A line per nutpie variant and group: inertia's gradients per ESS over nutpie's, where both
-    converge."""
+def _ratio(a, b):
+    return a / b if a and b else None
+
+
+def _nutpie_pairs(ok, method):
+    """Per posterior where inertia and `method` both ran: (posterior, inertia row, nutpie row,
+    gradients per ESS ratio, first-run wall ratio, re-run wall ratio), inertia over nutpie."""
+    inert = {r["posterior"]: r for r in ok if r["method"] == "inertia"}
+    pie = {r["posterior"]: r for r in ok if r["method"] == method}
     out = []
-    for method, group in ((m, g) for m in NUTPIE for g in (HARD, NEAR)):
-        pie = {r["posterior"]: r for r in ok if r["method"] == method}
-        pairs, other = [], []
-        for r in ok:
-            p = pie.get(r["posterior"])
-            if r["method"] != "inertia" or r.get("group") != group or not p:
-                continue
-            v = (r["grads_per_ess"] / p["grads_per_ess"]
-                 if r["grads_per_ess"] and p["grads_per_ess"] else float("inf"))
-            (pairs if r["converged"] and p["converged"] else other).append((r["posterior"], v))
-        if not pairs and not other:
+    for name, a in inert.items():
+        b = pie.get(name)
+        if b is None:
             continue
-        ahead = [f"{n} {v:.2f}" for n, v in pairs if v < 1]
-        behind = [f"{n} {v:.2f}" for n, v in pairs if v >= 1]
-        out.append(f"- {group}, inertia's gradients per ESS / {method}'s where both converge: "
-                   f"below 1 (inertia ahead) on {', '.join(ahead) or 'none'}; 1 or above "
-                   f"({method} ahead) on {', '.join(behind) or 'none'}"
-                   + ("; where one does not converge: " + ", ".join(f"{n} {v:.2f}"
-                                                                  for n, v in other)
-                      if other else "") + ".")
+        out.append((name, a, b, _ratio(a["grads_per_ess"], b["grads_per_ess"]),
+                    _ratio(a["wall_s"], b["wall_s"]),
+                    _ratio(a.get("detail", {}).get("wall_rerun_s"),
+                           b.get("detail", {}).get("wall_rerun_s"))))
+    return out
+
+
+def nutpie_table(ok):
+    """Rows of inertia against each nutpie variant: verdicts, ratios, largest mean errors."""
+    lines = []
+    for method in NUTPIE:
+        for name, a, b, g, w, rr in _nutpie_pairs(ok, method):
+            conv = lambda r: "converged" if r["converged"] else "not converged"  # noqa: E731
+            lines.append(f"| {name} | {method} | {conv(a)} / {conv(b)} | {_fmt(g, '{:.2f}')} | "
+                         f"{_fmt(w, '{:.2f}')} | {_fmt(rr, '{:.2f}')} | "
+                         f"{a['max_mean_err']:.3f} / {b['max_mean_err']:.3f} | "
+                         f"{a['max_sd_err']:.3f} / {b['max_sd_err']:.3f} |")
+    if not lines:
+        return []
+    return ["## inertia against nutpie\n",
+            "Ratios are inertia's over nutpie's (below 1: inertia ahead); errors in reference sds.\n",
+            "| posterior | nutpie variant | verdicts (inertia / nutpie) | grads / ESS ratio | "
+            "wall ratio, first run | wall ratio, re-run | max mean err | max sd err |",
+            "|---|---|---|---|---|---|---|---|"] + lines + [""]
+
+
+def _against_nutpie(ok):
+    """A line per nutpie variant: where inertia's default is ahead and where behind, in gradients
+    per ESS (where both converge), wall time of the first run and of a re-run, verdicts and
+    largest errors."""
+    out = []
+    for method in NUTPIE:
+        pairs = _nutpie_pairs(ok, method)
+        if not pairs:
+            continue
+        both = [(n, g) for n, a, b, g, _, _ in pairs if a["converged"] and b["converged"]]
+        only_i = [n for n, a, b, *_ in pairs if a["converged"] and not b["converged"]]
+        only_p = [n for n, a, b, *_ in pairs if b["converged"] and not a["converged"]]
+
+        def split(vals):
+            ahead = [f"{n} {v:.2f}" for n, v in vals if v is not None and v < 1]
+            behind = [f"{n} {v:.2f}" for n, v in vals if v is None or v >= 1]
+            return ", ".join(ahead) or "none", ", ".join(behind) or "none"
+
+        ga, gb = split(both)
+        wa, wb = split([(n, w) for n, _, _, _, w, _ in pairs])
+        ra, rb = split([(n, r) for n, _, _, _, _, r in pairs if r is not None])
+        err = sum(a["max_mean_err"] <= b["max_mean_err"] for _, a, b, *_ in pairs)
+        out.append(
+            f"- inertia against {method} on {len(pairs)} posteriors. Verdicts: both converged "
+            f"on {len(both)}, only inertia on {len(only_i)}"
+            + (f" ({', '.join(only_i)})" if only_i else "")
+            + f", only {method} on {len(only_p)}" + (f" ({', '.join(only_p)})" if only_p else "")
+            + f". Gradients per ESS (inertia / {method}, where both converged): inertia ahead "
+            f"on {ga}; behind on {gb}. Wall time of the first run: inertia ahead on {wa}; "
+            f"behind on {wb}. Of a re-run: ahead on {ra}; behind on {rb}. Largest mean error "
+            f"no larger than {method}'s on {err} of {len(pairs)}.")
     return out
 
 
@@ -342,10 +405,17 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--report", action="store_true", help="only rewrite the page from the JSON")
     ap.add_argument("--resume", action="store_true", help="keep finished rows of the JSON")
+    ap.add_argument("--note", default=None,
+                    help="with --report: a sentence on the run (e.g. the machine's load) for the "
+                         "page, kept in the JSON")
     a = ap.parse_args(argv)
     out = Path(a.json)
     if a.report:
-        report(json.loads(out.read_text()), a.doc)
+        data = json.loads(out.read_text())
+        if a.note is not None:
+            data["meta"]["note"] = a.note
+            out.write_text(json.dumps(data, indent=1, default=float))
+        report(data, a.doc, out)
         return 0
     refs = json.loads(REF.read_text())
     cfg = SETTINGS["quick" if a.quick else "full"]
@@ -403,7 +473,7 @@ def main(argv=None):
         del post
         jax.clear_caches()  # each posterior compiles its own functions: free the last one's
         gc.collect()
-    report(data, a.doc)
+    report(data, a.doc, out)
     return 0
 
 

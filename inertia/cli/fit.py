@@ -31,8 +31,8 @@ def add_parser(sub):
                    help=f"one of {', '.join(VI_MODELS)} (gaussian-kappa: Gaussian with condition "
                         "number --kappa in --dim dimensions; logistic / probit: Bayesian GLM on "
                         "--data; graph-probit: kNN-graph probit posterior on --data), or "
-                        "FILE.py:NAME (a NumPyro model, or a log density NAME(params, data) with "
-                        "NAME_init in the file)")
+                        "FILE.py:NAME (a NumPyro model, a pm.Model or a function returning one, or a "
+                        "log density NAME(params, data) with NAME_init in the file)")
     p.add_argument("--data", default=None,
                    help=f"built-in data set name ({', '.join(DATASETS)}; default wdbc, sonar "
                         "for graph-probit; pima and boston need $INERTIA_DATA_DIR or a "
