@@ -145,9 +145,8 @@ def add_parser(subparsers):
                        "automatically, diagnosed)",
         description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", default="gaussian-kappa", metavar="MODEL",
-                   help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, a pm.Model or "
-                        "a function returning one, or a log density NAME(params, data) with "
-                        "NAME_init in the file)")
+                   help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, a "
+                        "pm.Model, or a log density NAME(params, data) with NAME_init)")
     p.add_argument("--dim", type=_positive_int, default=10, help="gaussian-kappa: dimension")
     p.add_argument("--kappa", type=float, default=100.0, help="gaussian-kappa: condition number")
     p.add_argument("--model-seed", type=int, default=0, help="gaussian-kappa: rotation seed")
