@@ -213,6 +213,19 @@ def test_second_look_is_half_the_fits_evaluations_within_its_bounds(gaussian_fit
     assert second_look_draws(with_evals(50_000, dim=1000)) == 8388  # 64 MiB of normals
 
 
+def _assess_scripted(gaussian_fit, monkeypatch, khats):
+    """`quality.assess` of the Gaussian fit (1000 gradients) with each look's k-hat scripted."""
+    import inertia.vi.quality as quality
+
+    t, res = gaussian_fit
+    script = iter(khats)
+    real = quality._psislw
+    monkeypatch.setattr(quality, "_psislw", lambda lw: (real(lw)[0], next(script)))
+    res = dataclasses.replace(res, history={**res.history, "grad_evals": np.array([1000]),
+                                            "hvp_evals": np.array([0])})
+    return quality.assess(t, res)
+
+
 @pytest.mark.parametrize("khats, draws", [
     ((0.55, 0.66, 0.72), 64000), ((0.55, 0.45, 0.4), 64000), ((0.55, 0.9, 0.35), 64000),
     ((0.55, 0.6), 16000), ((0.45, 0.3), 16000), ((0.3,), 4000)])
@@ -222,15 +235,7 @@ def test_a_third_look_only_where_k_hat_straddles_a_threshold(gaussian_fit, monke
     # of 0.7, 0.45 within its sd (0.074) of 0.5; 0.6 is not (1.2 sd from either); 0.9 is an
     # "unreliable" to confirm on 64,000 draws;
     # at 4000 draws 0.3 is 1.5 sd (0.11) below 0.5 and stops there, 0.45 is not
-    t, res = gaussian_fit
-    import inertia.vi.quality as quality
-
-    script = iter(khats)
-    real = quality._psislw
-    monkeypatch.setattr(quality, "_psislw", lambda lw: (real(lw)[0], next(script)))
-    res = dataclasses.replace(res, history={**res.history, "grad_evals": np.array([1000]),
-                                            "hvp_evals": np.array([0])})
-    q, lw = quality.assess(t, res)
+    q, lw = _assess_scripted(gaussian_fit, monkeypatch, khats)
     assert q["num_draws"] == draws == lw.shape[1]
     assert q["khat"] == khats[-1]
     assert q["khat_sd"] == pytest.approx(abs(1 + khats[-1]) / math.sqrt(math.ceil(
@@ -244,15 +249,7 @@ def test_an_unreliable_look_is_overturned_only_clearly_below_0_7(gaussian_fit, m
                                                                   khats, verdict):
     # 0.9 at 16,000 draws asks for 64,000 (sd there 1.66 / sqrt(759) = 0.06): 0.66 is within it of
     # 0.7 and stays "unreliable", naming the shorter look's k-hat; 0.35 and 0.55 are clear of it
-    t, res = gaussian_fit
-    import inertia.vi.quality as quality
-
-    script = iter(khats)
-    real = quality._psislw
-    monkeypatch.setattr(quality, "_psislw", lambda lw: (real(lw)[0], next(script)))
-    res = dataclasses.replace(res, history={**res.history, "grad_evals": np.array([1000]),
-                                            "hvp_evals": np.array([0])})
-    q, _ = quality.assess(t, res)
+    q, _ = _assess_scripted(gaussian_fit, monkeypatch, khats)
     assert q["num_draws"] == 64000 and q["verdict"] == verdict
     assert q["corrected"] == (verdict != "unreliable")
     assert ("0.90 on the shorter look" in q["message"]) == (verdict == "unreliable")
