@@ -328,8 +328,13 @@ def batched_potential(potential, optimized: bool = True):
 def potential_on_rows(potential, X, batch: int = BATCH, optimized: bool = True) -> np.ndarray:
     """V at each row of X (n, d), in calls of `batch` rows (the last one padded by its first row),
     by `batched_potential(potential, optimized)`."""
+    return on_rows(batched_potential(potential, optimized), X, batch)
+
+
+def on_rows(fn, X, batch: int = BATCH) -> np.ndarray:
+    """fn (a compiled function of `batch` rows) at each row of X (n, d), the last call padded by
+    its first row: one compiled shape for any n."""
     X = np.asarray(X)
-    fn = batched_potential(potential, optimized)
     out = []
     for i in range(0, X.shape[0], batch):
         chunk = X[i:i + batch]

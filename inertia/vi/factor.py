@@ -113,21 +113,15 @@ class _Objective:
 
     def draws(self, params):
         """Per-draw V(x) - H(q) terms (their mean is F_hat, in nats; the user's coordinates)."""
-        from ..targets.base import BATCH
+        from ..targets.base import on_rows
 
         mu, B, logD = (np.asarray(p, np.float64) for p in params)
         X = self.x0 + self.s * (mu + self.Z @ B.T + self.E * np.exp(logD))
-        v = []
-        for i in range(0, X.shape[0], BATCH):
-            chunk = X[i:i + BATCH]
-            n = chunk.shape[0]
-            if n < BATCH:
-                chunk = np.concatenate([chunk, np.repeat(chunk[:1], BATCH - n, axis=0)])
-            v.append(np.asarray(self.fn(chunk), np.float64)[:n])
+        V = on_rows(self.fn, X).astype(np.float64)
         D2 = np.exp(2.0 * logD)
         small = np.eye(B.shape[1]) + B.T @ (B / D2[:, None])  # on the host: no eager programs
         ent = self.const + float(np.sum(logD)) + 0.5 * np.linalg.slogdet(small)[1]
-        return np.concatenate(v) - ent
+        return V - ent
 
 
 def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20000,
