@@ -54,7 +54,10 @@ NEAR_SPREAD = 0.2  # the narrower trajectory-length spread a kept frame may use
 STEP_SCALES = (0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.3)  # tried in a kept frame, x the tuned h
 MIN_MODEL_ACCEPT = TARGET_ACCEPT  # smallest modelled mean acceptance of a new step size
 ROBUST = (0.8, 1.0, 1.25)  # a kept frame's eigenvalues are trusted to these factors
-CALIBRATION = (0.5, 1.5)  # energy-error scale (measured / Gaussian model) keeping the frame
+# energy-error scale (measured / Gaussian model) keeping the frame: an exact Gaussian at d = 8
+# reads 0.97 +- 0.11 (48 seeds), so both ends are > 4 sd away; the Student-t of the benchmarks
+# (Laplace scale off by sqrt((nu + d) / (nu - 2))) reads 0.45 .. 0.6 and keeps its frame
+CALIBRATION = (0.4, 1.5)
 
 
 def value_and_grad_fn(target):
@@ -87,7 +90,7 @@ def _adapt_runner(method, num_iters: int):
     steps at the shared h = exp(log h), then the dual-averaging state (shrinking towards
     log h = mu) moves with the chains' mean acceptance. Trajectory time T > 0 sets
     n = clip(T / h, 1, MAX_LEAPFROG). Returns (states, averaged h, (positions, acceptance,
-    divergences, gradients)), each record (num_iters, chains)."""
+    divergences, gradients, step sizes)), each record (num_iters, chains)."""
 
     def run(vg, states, key, log_h0, mu, gamma, alpha, time, delta):
         nc = states.position.shape[0]
@@ -96,7 +99,8 @@ def _adapt_runner(method, num_iters: int):
         t = chains.tuning(log_h0, mu=mu, gamma=gamma, alpha=alpha, time=time, delta=delta,
                           adapt=True, num_iters=num_iters)
         ch, h, (pos, info) = chains.run_block(method, vg, ch, key, t)
-        return ch.state, h, (pos, info.acceptance_rate, info.diverging, info.num_grads)
+        return ch.state, h, (pos, info.acceptance_rate, info.diverging, info.num_grads,
+                             info.step_size)
 
     return run
 
@@ -173,17 +177,23 @@ def metropolis_acceptance(mean, var):
 def calibrate_energy_error(eigenvalues, step_size, acceptance, num_leapfrog,
                            spread=LENGTH_SPREAD):
     """The factor c for which the Gaussian model's mean acceptance, with dH's mean and variance
-    times c, equals the measured acceptance of trajectories of mean length n at step h (1 for an
-    exactly Gaussian target in its own frame)."""
-    ns = np.array([max(float(num_leapfrog), 1.0)])
-    kmax = int(np.ceil((1 + spread) * ns[0])) + 1
-    w = _length_weights(ns, kmax, spread)[0]
-    mean, var = energy_error_moments(eigenvalues, step_size, kmax)
+    times c, equals the measured acceptance of trajectories at steps h_t of mean lengths n_t (1 for
+    an exactly Gaussian target in its own frame). `step_size` and `num_leapfrog` are scalars or the
+    iterations' values (dual averaging's h_t move while the acceptance is measured: the model is
+    averaged over them, since its acceptance at a mean h is not the mean acceptance)."""
+    hs, ns = np.broadcast_arrays(np.atleast_1d(np.asarray(step_size, dtype=np.float64)),
+                                 np.atleast_1d(np.asarray(num_leapfrog, dtype=np.float64)))
+    pairs, count = np.unique(np.stack([hs.ravel(), np.maximum(ns.ravel(), 1.0)], axis=1), axis=0,
+                             return_counts=True)
+    kmax = int(np.ceil((1 + spread) * pairs[:, 1].max())) + 1
+    W = _length_weights(pairs[:, 1], kmax, spread) * (count / count.sum())[:, None]
+    mv = np.array([energy_error_moments(eigenvalues, h, kmax) for h in pairs[:, 0]])
+    mean, var = mv[:, 0], mv[:, 1]  # (pairs, kmax)
     r = float(np.clip(acceptance, 1e-3, 1 - 1e-6))
 
     def model(logc):
         c = math.exp(logc)
-        return float(w @ metropolis_acceptance(c * mean, c * var))
+        return float(np.sum(W * metropolis_acceptance(c * mean, c * var)))
 
     lo, hi = -12.0, 12.0  # acceptance decreases in c
     for _ in range(60):
@@ -303,7 +313,7 @@ def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
     eps, from step h: (states, averaged h, record, gradients, second-half draws if `keep`)."""
     f = lambda x: _compile.device(x, np.float64)  # noqa: E731
     log_h = f(math.log(h))  # XLA's float64 log and libm's agree to the bit
-    state, h2, (z, acc, div, ng) = _adapt_runner(method, STAGE2)(
+    state, h2, (z, acc, div, ng, _) = _adapt_runner(method, STAGE2)(
         vg, state, key, log_h, log_h, f(gamma), f(eps / h), f(time), f(accept))
     acc, div = np.asarray(acc), np.asarray(div)
     stage = {"iterations": STAGE2, "target_accept": float(accept), "step_size": float(h2),
@@ -404,7 +414,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     h0 = min(1.0, 1.5 * d ** -0.25)
     f = lambda x: _compile.device(x, np.float64)  # noqa: E731
     log_h0 = math.log(h0)
-    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
+    state, h1, (z1, acc1, div1, ng1, hs1) = _adapt_runner(method, STAGE1)(
         vg, state, k2, f(log_h0), f(log_h0 + math.log(10.0)), f(0.0), f(0.0), f(T0),
         f(target_accept))
     h1 = float(h1)
@@ -416,8 +426,9 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     keep = int(np.sum(np.asarray(div1)[half:])) == 0 and keeps_frame(zs)
     cal = None
     if keep:  # and the energy errors are those of a Gaussian in that frame
-        cal = calibrate_energy_error(1.0 / denoised_eigenvalues(zs), h1, acc_late,
-                                     float(np.clip(T0 / h1, 1.0, MAX_LEAPFROG)))
+        hs = np.asarray(hs1)[half:, 0]  # the iterations' step sizes (shared by the chains)
+        cal = calibrate_energy_error(1.0 / denoised_eigenvalues(zs), hs, acc_late,
+                                     np.clip(T0 / hs, 1.0, MAX_LEAPFROG))
         keep = CALIBRATION[0] <= cal <= CALIBRATION[1]
     if keep:  # the fit's frame already whitens the target: stage 1's step size is the tuned one
         h2, w2 = h1, zs
@@ -490,7 +501,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     h0 = min(1.0, 1.5 * d ** -0.25)
     f = lambda x: _compile.device(x, np.float64)  # noqa: E731
     log_h0 = math.log(h0)
-    state, h1, (z1, acc1, div1, ng1) = _adapt_runner(method, STAGE1)(
+    state, h1, (z1, acc1, div1, ng1, _) = _adapt_runner(method, STAGE1)(
         vg, state, keys["stage1"], f(log_h0), f(log_h0 + math.log(10.0)), f(0.0), f(0.0), f(T0),
         f(target_accept))
     h1 = float(h1)
