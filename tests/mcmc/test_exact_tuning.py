@@ -160,12 +160,12 @@ def test_default_warm_up_keeps_an_exact_laplace_frame():
     test_calibration_averages_...: the Gaussian-dH model's own error there).
 
     Seeds 0..7, the first eight. Over seeds 0..47 the calibration read 0.97 +- 0.11 (mean +- sd),
-    every frame was kept and |acceptance - predicted| was 0.004 +- 0.012 (at most 0.037): the
-    bounds below are >= 3.8 sd from those means for each seed (the calibration band CALIBRATION
-    >= 4.8 sd; a family-wise false alarm rate about 1e-3 over the 8), and the mean calibration of 8 seeds is within 0.2 of 0.93 (4 of its
-    standard errors, 0.04, plus the 0.04 between 0.93 and the warm-up's mean). The calibration at
-    dual averaging's mean step instead of its iterations' steps read 1.27 +- 0.15: seeds lost the
-    frame (1.5 < c) and the mean of 8 fails."""
+    every frame was kept and acceptance - predicted was 0.004 +- 0.012 (at most 0.037 in size):
+    the acceptance bound is >= 3.8 sd from that mean and the calibration band CALIBRATION >= 4.8 sd,
+    for each seed (a family-wise false alarm rate about 1e-3 over the 8); the mean calibration of
+    8 seeds is within 0.2 of 0.93 (4 of its standard errors, 0.04, plus the 0.04 between 0.93 and
+    the warm-up's mean). The calibration at dual averaging's mean step instead of its iterations'
+    steps read 1.27 +- 0.15: seeds lost the frame (1.5 < c) and the mean of 8 fails."""
     t = kappa_family(8, 50.0, seed=4)
     cals = []
     for seed in range(8):
