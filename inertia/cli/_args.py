@@ -41,6 +41,34 @@ positive_float = number_type(float, lambda v: 0 < v < float("inf"), "a number > 
                              "must be a finite number > 0, got {text}", "positive_float")
 
 
+def add_drop_missing(p, rows: str = "CSV rows") -> None:
+    """--drop-missing: drop `rows` with a missing or non-finite cell instead of stopping there."""
+    p.add_argument("--drop-missing", action="store_true",
+                   help=f"drop {rows} with missing or non-finite cells (says how many); without "
+                        "it such a cell is an error naming its line and column")
+
+
+def add_seed(p, text: str = "random seed") -> None:
+    """--seed (default 0), its help `text`."""
+    p.add_argument("--seed", type=int, default=0, help=text)
+
+
+def add_chains(p, parse=positive_int) -> None:
+    """--chains (default 4), parsed by `parse`."""
+    p.add_argument("--chains", type=parse, default=4, help="number of chains")
+
+
+def add_allow_unconverged(p, when: str) -> None:
+    """--allow-unconverged: exit 0 even `when` (the command's NOT CONVERGED reasons)."""
+    p.add_argument("--allow-unconverged", action="store_true", help=f"exit 0 even when {when}")
+
+
+def add_quiet(p) -> None:
+    """--quiet: no progress bar or lines."""
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
+
+
 def check_output_file(path, option: str, regular: bool = False) -> None:
     """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
     device or FIFO; a symbolic link counts as its target); else ValueError."""
@@ -90,4 +118,5 @@ def _check_folder(folder: Path, option: str, what: str) -> None:
 
 
 __all__ = ["Formatter", "number_type", "positive_int", "nonneg_int", "positive_float",
+           "add_drop_missing", "add_seed", "add_chains", "add_allow_unconverged", "add_quiet",
            "check_output_file", "check_output_dir"]

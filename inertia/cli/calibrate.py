@@ -154,7 +154,8 @@ def report(args, res, model, params) -> int:
 def add_parser(subparsers):
     """Add `inertia calibrate` (the issue's CLI contract)."""
     from inertia._names import SGMCMC_TUNINGS
-    from ._args import Formatter, positive_int
+    from ._args import (Formatter, add_allow_unconverged, add_chains, add_drop_missing, add_seed,
+                        positive_int)
 
     p = subparsers.add_parser(
         "calibrate", help="SGD/SGLD tuned so its stationary covariance is the sandwich covariance",
@@ -171,9 +172,7 @@ def add_parser(subparsers):
                         "last), .parquet or .csv (read in row groups); chunked passes")
     p.add_argument("--response", default=None,
                    help="name of the response column (required with --csv, .parquet, .csv)")
-    p.add_argument("--drop-missing", action="store_true",
-                   help="drop rows with missing or non-finite cells (says how many); without it "
-                        "such a cell is an error naming its line and column")
+    add_drop_missing(p, "rows")
     p.add_argument("--model", required=True, choices=["linear", "poisson", "logistic"],
                    help="GLM: linear (Gaussian or beta loss), poisson (log link), logistic "
                         "(response 0/1)")
@@ -195,7 +194,7 @@ def add_parser(subparsers):
                         "--steps)")
     p.add_argument("--devices", action="store_true",
                    help="shard the rows over all JAX devices (with --data)")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
+    add_seed(p)
     p.add_argument("--temperature", type=_inv_temp, default=math.inf, metavar="INV_TEMP",
                    help="inverse temperature beta (default inf: SGD; N: posterior-scale SGLD)")
     p.add_argument("--momentum", type=_momentum, default=0.0, metavar="K",
@@ -206,9 +205,8 @@ def add_parser(subparsers):
                    help="offline subsample size for theta_hat, J and I (default: all rows)")
     p.add_argument("--without-replacement", action="store_true",
                    help="draw minibatches without replacement")
-    p.add_argument("--chains", type=positive_int, default=4, help="number of chains")
-    p.add_argument("--allow-unconverged", action="store_true",
-                   help="exit 0 even when the chains have not mixed (R-hat > 1.01, bulk ESS < 100) "
-                        "or the covariance check failed (default: exit status 3)")
+    add_chains(p)
+    add_allow_unconverged(p, "the chains have not mixed (R-hat > 1.01, bulk ESS < 100) or the "
+                             "covariance check failed (default: exit status 3)")
     p.set_defaults(func=run)
     return p

@@ -15,7 +15,8 @@ from pathlib import Path
 
 def add_parser(sub):
     from inertia._names import DATASETS, VI_METHODS, VI_MODELS
-    from ._args import Formatter, positive_float, positive_int
+    from ._args import (Formatter, add_allow_unconverged, add_drop_missing, add_quiet, add_seed,
+                        positive_float, positive_int)
 
     p = sub.add_parser(
         "fit", help="fit a Gaussian approximation (accelerated Gaussian VI)",
@@ -40,9 +41,7 @@ def add_parser(sub):
                         "arrays (.json in Stan's convention, .npz, .parquet, .csv)")
     p.add_argument("--response", default=None,
                    help="response column of a CSV --data (binary; no default)")
-    p.add_argument("--drop-missing", action="store_true",
-                   help="drop CSV rows with missing or non-finite cells (says how many); without "
-                        "it such a cell is an error naming its line and column")
+    add_drop_missing(p)
     p.add_argument("--dim", type=positive_int, default=8, help="dimension (gaussian-kappa)")
     p.add_argument("--kappa", type=positive_float, default=300.0,
                    help="condition number (gaussian-kappa)")
@@ -64,7 +63,7 @@ def add_parser(sub):
     p.add_argument("--steps", type=positive_int, default=None,
                    help="updates; default 1000 with a method, at most 20000 in automatic mode "
                         "(the stopping rule ends it earlier)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
+    add_seed(p, "random seed (same seed, same numbers)")
     p.add_argument("--tol", type=positive_float, default=None,
                    help="stopping rule tolerance in nats (default 1e-4 in automatic mode)")
     p.add_argument("--checkpoint-every", type=positive_int, default=None,
@@ -83,10 +82,8 @@ def add_parser(sub):
     p.add_argument("--save", type=Path, default=None, metavar="PATH.nc",
                    help="save the result as netCDF (ArviZ InferenceData with the run's settings "
                         "and verdict; inertia.load reads it back; default: none)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
-    p.add_argument("--allow-unconverged", action="store_true",
-                   help="exit 0 even when the fit ends NOT CONVERGED (default: exit status 3)")
+    add_quiet(p)
+    add_allow_unconverged(p, "the fit ends NOT CONVERGED (default: exit status 3)")
     p.add_argument("--allow-unreliable", action="store_true",
                    help="exit 0 even when the approximation quality is unreliable (Pareto k-hat > "
                         "0.7; default: exit status 4)")

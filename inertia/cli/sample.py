@@ -140,6 +140,8 @@ def _fraction(text):
 
 def add_parser(subparsers):
     """Add `inertia sample` to the top-level parser."""
+    from ._args import add_allow_unconverged, add_chains, add_drop_missing, add_quiet, add_seed
+
     p = subparsers.add_parser(
         "sample", help="sample a model with exact HFHR, or unadjusted HFHR, KLMC or ULA (tuned "
                        "automatically, diagnosed)",
@@ -155,9 +157,7 @@ def add_parser(subparsers):
                         "model file a data file of named arrays (.json in Stan's convention, "
                         ".npz, .parquet, .csv)")
     p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
-    p.add_argument("--drop-missing", action="store_true",
-                   help="drop CSV rows with missing or non-finite cells (says how many); without "
-                        "it such a cell is an error naming its line and column")
+    add_drop_missing(p)
     p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
     p.add_argument("--method", choices=METHODS, default="hfhr-exact",
                    help="sampler: hfhr-exact (Metropolis-adjusted, exact) or an unadjusted scheme "
@@ -183,7 +183,7 @@ def add_parser(subparsers):
                         "stay those of the original sites)")
     p.add_argument("--bias-tol", type=float, default=0.03,
                    help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
-    p.add_argument("--chains", type=_positive_int, default=4, help="number of chains")
+    add_chains(p, _positive_int)
     p.add_argument("--steps", type=_positive_int, default=None,
                    help="steps per chain after warm-up: exactly this many, or the first block "
                         "with --target-ess (default: a first block of 1000 steps, run on until "
@@ -197,9 +197,8 @@ def add_parser(subparsers):
     p.add_argument("--thinning", type=_positive_int, default=1, help="keep every k-th state")
     p.add_argument("--burn-in", type=_fraction, default=None,
                    help="fraction of draws discarded (default: 0 after a warm-up, else 0.5)")
-    p.add_argument("--seed", type=int, default=0, help="random seed")
-    p.add_argument("--allow-unconverged", action="store_true",
-                   help="exit 0 even when R-hat > 1.01, bulk ESS < 100 or non-finite draws")
+    add_seed(p)
+    add_allow_unconverged(p, "R-hat > 1.01, bulk ESS < 100 or non-finite draws")
     p.add_argument("--max-rows", type=_positive_int, default=40,
                    help="rows of the summary table (the least converged parameters are kept)")
     p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
@@ -207,8 +206,7 @@ def add_parser(subparsers):
     p.add_argument("--save", default=None, metavar="PATH.nc",
                    help="save the result as netCDF (ArviZ InferenceData: draws by site, "
                         "sample_stats, log_likelihood; settings and verdict; inertia.load reads it)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress (a bar on a terminal, otherwise a line every 5 s at most)")
+    add_quiet(p)
     p.set_defaults(func=_run)
     from inertia._one_based import add_option
 

@@ -31,7 +31,6 @@ def test_known_moments_within_mcse_plus_reported_bias(kappa100, precondition):
     dg = res.diagnostics
     assert dg.converged and dg.min_ess_bulk >= 400 and dg.worst_rhat <= 1.01
     mu = np.asarray(kappa100.info["mean"])
-    sd = np.sqrt(np.diag(np.linalg.inv(np.asarray(kappa100.info["precision"]))))
     # the chain's exact stationary law at the tuned parameters: per eigen-direction of the frame
     # it runs in (Laplace-whitened: N(0, I) exactly; else the target's precision), Var(q) from the
     # one-step linear map, mapped back to the target's coordinates
