@@ -1,7 +1,8 @@
 """The improper-target probe and the mode search's restarts: a flat prior on separable logistic data
 and a density growing along a ray are flagged (and `fit` says NOT CONVERGED); a proper, weakly
 identified d = 50 regression on 48 radial basis functions with wide priors is not, neither at its
-mode nor from a random start with a tiny frame (where the probe used to fire); a search stuck on
+mode nor from a random start with a tiny frame (where rays fall towards the bulk for 4096 frame
+sds and only the tube confirmation tells it from a ray to infinity); a search stuck on
 a plateau restarts and finds the mode; no reason of a failed search quotes a met criterion.
 
 Cost: about 25 s on two busy cores (one automatic fit of a d = 2 NumPyro model, two mode searches).
@@ -76,7 +77,7 @@ def _rbf_regression(n=120, k=48, prior_sd=10.0, seed=0):
 def test_a_weakly_identified_regression_is_not_flagged():
     t = _rbf_regression()
     # from a random start with a tiny frame, rays fall for 4096 "sds" towards the posterior's
-    # bulk: the old probe called this improper; its tube confirmation meets the prior far away
+    # bulk, as a ray to infinity would; the tube confirmation meets the prior far away
     x0 = np.random.default_rng(1).uniform(-2, 2, t.dim)
     assert probe_unbounded(t, x0, 1e-3 * np.eye(t.dim)) is None
     mode = find_mode(t)
