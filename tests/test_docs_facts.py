@@ -92,3 +92,13 @@ def test_no_reference_to_files_outside_the_repository():
     hits = [f"{p.relative_to(ROOT)}:{i}" for p in files if p.name != "reliability.md"
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not hits, hits
+
+
+def test_the_kept_frame_calibration_band_is_the_codes():
+    """docs/hfhr.md's band of the energy-error factor that keeps the fit's frame."""
+    from inertia.mcmc import adapt
+
+    hits = _found(r"kept only when the factor is within \[([\d.½]+), ([\d.]+)\]")
+    assert len(hits) == 1, "the docs' phrasing changed: update this test's pattern"
+    lo, hi = (float(g.replace("½", "0.5")) for g in hits[0][1].groups())
+    assert (lo, hi) == adapt.CALIBRATION
