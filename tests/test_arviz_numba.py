@@ -16,5 +16,6 @@ def test_arviz_stats_with_numba_installed():
     st = arviz_stats(x)
     assert az.Numba.numba_flag == flag
     sd = x.reshape(-1, 2).std(axis=0)
-    # mcse of the sd of n iid normal draws is about sd / sqrt(2 n)
+    # mcse of the sd of n iid normal draws is about sd / sqrt(2 n); ArviZ's estimate over that
+    # read 1.00 +- 0.067 (200 data seeds x 2 coordinates): rtol 0.3 is 4.5 sds
     assert np.allclose(st["mcse_sd"], sd / np.sqrt(2 * 800), rtol=0.3)
