@@ -105,8 +105,8 @@ def _check_mixing(draws, st):
     tau_emp = draws.shape[0] * draws.shape[1] / empirical_ess(draws)
     tau = predict.iat(st)
     # tau ~19 here; the relative sd of 2 n / ESS_bulk was 0.048-0.064 on 2 x 27,000 draws of a
-    # Gaussian VAR(1) with tau ~20 (tests/sgmcmc/test_calibrate.py), sqrt(tau / n) x that on
-    # 4 x 25,000: <= 0.047, so rtol 0.2 is >= 4.3 sds
+    # Gaussian VAR(1) with tau ~20 (tests/sgmcmc/test_calibrate.py); it scales as 1 / sqrt(n):
+    # x sqrt(54,000 / 100,000) on 4 x 25,000 draws, <= 0.047, so rtol 0.2 is >= 4.3 sds
     np.testing.assert_allclose(tau_emp, tau.per_coord, rtol=0.2)
     k = 50
     blocks = draws[:, : (DRAWS // k) * k].reshape(CHAINS, DRAWS // k, k, -1).mean(2)
