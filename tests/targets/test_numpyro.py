@@ -88,7 +88,8 @@ def test_errors():
 def test_model_traced_once_per_fit():
     """The model is traced twice in all: abstractly for its sites, then once for the jitted
     potential, which the start search compiles and the whole automatic fit reuses (an unjitted
-    potential re-runs NumPyro's handlers in every jit, vmap and derivative of the fit: 11 traces)."""
+    potential re-runs NumPyro's handlers in every jit, vmap and derivative of the fit: 11
+    traces)."""
     calls = []
 
     def counted(y):
