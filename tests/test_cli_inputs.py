@@ -119,7 +119,7 @@ def test_argument_errors_are_one_line(argv, words, capsys):
 def test_output_paths_checked_before_the_run(tmp_path, monkeypatch, capsys):
     import inertia.vi  # noqa: F401
 
-    monkeypatch.setattr(sys.modules["inertia.vi.fit"], "fit", lambda *a, **k: pytest.fail("must not run"))
+    monkeypatch.setattr(sys.modules["inertia.vi.ensure"], "fit", lambda *a, **k: pytest.fail("must not run"))
     blocker = tmp_path / "file"
     blocker.write_text("x")
     base = ["fit", "--model", "gaussian-kappa", "--method", "stl-proj", "--quiet"]
@@ -250,7 +250,7 @@ def test_bom_and_drop_missing_reach_the_model_with_every_predictor(tmp_path, com
         seen["n"] = getattr(target, "num_obs", None)
         raise Stop
 
-    monkeypatch.setattr(sys.modules["inertia.vi.fit"], "fit", fake)
+    monkeypatch.setattr(sys.modules["inertia.vi.ensure"], "fit", fake)
     monkeypatch.setattr(sys.modules["inertia.mcmc.sample"], "sample", fake)
     monkeypatch.setattr(sys.modules["inertia.sgmcmc.calibrate"], "calibrate", fake)
     bom = _binary_csv(tmp_path / "bom.csv", prefix="\ufeff")

@@ -78,7 +78,7 @@ def test_cli_runs_with_one_blas_thread(monkeypatch):
 
     from inertia import cli
 
-    fit_module = sys.modules["inertia.vi.fit"]
+    fit_module = sys.modules["inertia.vi.ensure"]
 
     out = []
     real = fit_module.fit

@@ -56,6 +56,10 @@ def add_parser(sub):
                         "Gaussian family')")
     p.add_argument("--rank", type=positive_int, default=None,
                    help="rank r of the factor family (default 16)")
+    p.add_argument("--reparam", action="store_true",
+                   help="partially non-centre a NumPyro model's location-scale sites with latent "
+                        "parents before fitting, as `inertia sample` does by default (the summary "
+                        "reads the model's own sites; default: the model as written)")
     p.add_argument("--no-accel", action="store_true",
                    help="run the non-accelerated twin (same estimator and step, no momentum)")
     p.add_argument("--batch-size", type=positive_int, default=None,
@@ -100,7 +104,7 @@ def run(args) -> int:
     check_outputs((("--json", args.json), ("--plot", args.plot),
                    ("--save", getattr(args, "save", None))))
     from inertia.targets.zoo import make_target
-    from inertia.vi.fit import fit
+    from inertia.vi.ensure import fit
     from inertia.vi.registry import METHODS
 
     target = make_target(args.model, data=args.data, dim=args.dim, kappa=args.kappa,
@@ -117,7 +121,7 @@ def run(args) -> int:
     res = fit(target, args.method, accelerated=accelerated, batch_size=args.batch_size,
               num_steps=args.steps, seed=args.seed, checkpoint_every=args.checkpoint_every,
               step_size=args.step_size, tol=args.tol, progress=not args.quiet, dtype=args.dtype,
-              family=args.family, rank=args.rank)
+              family=args.family, rank=args.rank, reparam="auto" if args.reparam else False)
     total = time.perf_counter() - t0
     out = res.to_dict()
     out["wall_seconds"] = total

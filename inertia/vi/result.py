@@ -132,7 +132,7 @@ class FitResult:
             "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
             "converged": self.converged, "verdict": self.verdict.line(),
             "problems": list(self.verdict.problems), "quality": self.quality,
-            "cost": self.cost,
+            "cost": self.cost, "reparam": getattr(self, "reparam", None),
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -280,7 +280,13 @@ def report_text(res, out, total) -> str:
                      + (f" +- {se:.2g} (Monte Carlo s.e.)" if se is not None else ""))
     if res.stopped:
         lines.append(f"stopped at update {res.stopped['step']}: {res.stopped['reason']}")
+    if getattr(res, "reparam", None):
+        from ..mcmc.reparam_run import describe_reparam
+
+        lines.append(describe_reparam(res.reparam))
     for e in res.events:
+        if e["event"] == "reparameterised":
+            continue
         lines.append(f"note: {e['event']} at update {e['step']}"
                      + (f" ({e['reason']})" if "reason" in e else ""))
     if res.diverged:

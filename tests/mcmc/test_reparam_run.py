@@ -145,3 +145,33 @@ def test_cli_reports_the_rewrite_and_turns_it_off(tmp_path, capsys):
         assert (d["reparam"] is not None) == rewritten
         assert ("reparameterised" in capsys.readouterr().out) == rewritten
         assert [r["name"] for r in d["summary"]] == ["mu", "theta[0]", "theta[1]", "theta[2]"]
+
+
+def test_fit_cli_rewrites_only_when_asked(tmp_path, capsys):
+    """`inertia fit --reparam` on a centred model records and prints the rewrite, and its table
+    reads the model's own sites; without the flag the model is fitted as written."""
+    import json
+
+    from inertia.cli import main
+
+    mf = tmp_path / "m.py"
+    mf.write_text("import numpyro\nimport numpyro.distributions as dist\n"
+                  "def model(y):\n"
+                  "    mu = numpyro.sample('mu', dist.Normal(0.0, 1.0))\n"
+                  "    tau = numpyro.sample('tau', dist.HalfNormal(1.0))\n"
+                  "    with numpyro.plate('J', len(y)):\n"
+                  "        theta = numpyro.sample('theta', dist.Normal(mu, tau))\n"
+                  "        numpyro.sample('y', dist.Normal(theta, 1.0), obs=y)\n")
+    csv = tmp_path / "d.csv"
+    csv.write_text("y\n1.0\n-0.5\n2.0\n")
+    common = ["fit", "--model", f"{mf}:model", "--data", str(csv), "--quiet",
+              "--allow-unconverged", "--allow-unreliable"]
+    for flag, rewritten in (([], False), (["--reparam"], True)):
+        out = tmp_path / f"f{len(flag)}.json"
+        assert main(common + flag + ["--json", str(out)]) == 0
+        d = json.loads(out.read_text())
+        assert (d["reparam"] is not None) == rewritten
+        assert ("reparameterised (0 = non-centred" in capsys.readouterr().out) == rewritten
+        assert [r["name"] for r in d["summary"]][:3] == ["mu", "tau", "theta[0]"]
+        if rewritten:
+            assert set(d["reparam"]["sites"]) == {"theta"}
