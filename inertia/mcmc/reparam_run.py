@@ -168,19 +168,5 @@ def _diagnose(diagnose_result, target, res, target_accept):
     return dg
 
 
-def describe_reparam(r: dict) -> str:
-    """One line: which sites were rewritten, with which centredness, at what cost."""
-    parts = []
-    for k, s in r["sites"].items():
-        c = s["centredness"]
-        cs = (f"c = {c:.2f}" if isinstance(c, float) else
-              f"c = {s['min']:.2f} (all)" if s["min"] == s["max"] else
-              f"c from {s['min']:.2f} to {s['max']:.2f}")
-        parts.append(f"{k} ({s['family']}, {cs})")
-    return ("reparameterised (0 = non-centred, 1 = centred): " + "; ".join(parts)
-            + f"; chosen by a Gaussian fit of the non-centred model ({r['fit']}, "
-            f"{r['grad_evals']} gradients)")
-
-
 __all__ = ["sample_reparameterised", "fit_reparameterised", "in_original", "applies", "choose",
-           "check_mode", "describe_reparam"]
+           "check_mode"]

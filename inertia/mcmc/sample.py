@@ -130,7 +130,7 @@ class SampleResult:
         if self.tuning:
             lines.append("tuning: " + describe_tuning(self.tuning))
         if self.reparam:
-            from .reparam_run import describe_reparam
+            from ..targets.reparam import describe_reparam
 
             lines.append(describe_reparam(self.reparam))
         if self.chains:

@@ -281,7 +281,7 @@ def report_text(res, out, total) -> str:
     if res.stopped:
         lines.append(f"stopped at update {res.stopped['step']}: {res.stopped['reason']}")
     if getattr(res, "reparam", None):
-        from ..mcmc.reparam_run import describe_reparam
+        from ..targets.reparam import describe_reparam
 
         lines.append(describe_reparam(res.reparam))
     for e in res.events:
