@@ -90,7 +90,9 @@ def one(name, refs, check_seeds=1):
     seeds = []  # the check again on other draws of q (the same fit): how stable the verdict is
     for s in range(1, check_seeds):
         other = dataclasses.replace(res)
-        other.quality, other.quality_weights = assess(post.target, res, seed=s)
+        # the same fit's time bounds its third look, as in `fit`
+        other.quality, other.quality_weights = assess(post.target, res, seed=s,
+                                                      fit_seconds=q["fit_seconds"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             seeds.append((other.quality, judged(other, other.summary(), ref)))
@@ -99,11 +101,14 @@ def one(name, refs, check_seeds=1):
             "verdict": q["verdict"], "err_mean": g[0], "err_sd": g[1],
             "err_mean_psis": c[0] if c else None, "err_sd_psis": c[1] if c else None,
             "fit_seconds": wall, "check_seconds": q["seconds"],
-            "check_fraction": q["seconds"] / wall, "fit_evals": evals,
+            "check_fraction": q["seconds"] / wall, "fit_evals": evals, "looks": q.get("looks"),
+            "third_look_capped": bool(q.get("third_look_capped")),
             "check_evals": q["num_draws"] * len(q["khat_per_seed"]), "answer_off": off,
             "verdict_right": right,
             "check_seeds": [{"khat": o["khat"], "draws": o["num_draws"], "verdict": o["verdict"],
-                             "err_psis": j[1], "right": j[3]} for o, j in seeds]}
+                             "err_psis": j[1], "right": j[3], "seconds": o["seconds"],
+                             "third_look_capped": bool(o.get("third_look_capped"))}
+                            for o, j in seeds]}
 
 
 def seeds(r):
@@ -116,12 +121,19 @@ def seeds(r):
     return f"{sum(o['right'] for o in other)} of {len(other)}{span}"
 
 
+def other_cost(r):
+    """The largest check fraction over the other check seeds (their seconds over the fit's wall
+    time), or '–'."""
+    other = [o["seconds"] for o in r.get("check_seeds") or [] if o.get("seconds") is not None]
+    return f"{100 * max(other) / r['fit_seconds']:.0f} %" if other else "–"
+
+
 def table(rows):
     f = (lambda v: "–" if v is None else f"{v:.2f}")
     out = ["| posterior | d | optimiser | k-hat (draws) | quality | Gaussian: err mean / sd | "
            "PSIS: err mean / sd | answer off > 0.2 sd | verdict right | fit s | check s (%) | "
-           "check / fit evaluations | right on other check seeds |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "check / fit evaluations | right on other check seeds | their check % (max) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['name']} | {r['dim']} | {'converged' if r['converged'] else 'NOT CONV.'}"
                    f" | {f(r['khat'])} ({r['draws']}) | {r['verdict']} | {f(r['err_mean'])} / "
@@ -130,7 +142,7 @@ def table(rows):
                    f"{'yes' if r['verdict_right'] else 'NO'} | "
                    f"{r['fit_seconds']:.1f} | {r['check_seconds']:.2f} "
                    f"({100 * r['check_fraction']:.0f} %) | {r['check_evals']} / {r['fit_evals']} | "
-                   f"{seeds(r)} |")
+                   f"{seeds(r)} | {other_cost(r)} |")
     return "\n".join(out)
 
 

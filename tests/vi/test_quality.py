@@ -21,7 +21,7 @@ from inertia.cli import main
 from inertia.targets import from_potential
 from inertia.targets.gaussian import gaussian
 from inertia.vi import fit
-from inertia.vi.quality import assess, borderline_draws, second_look_draws
+from inertia.vi.quality import assess, borderline_draws, second_look_draws, third_look_draws
 
 
 def _fit(target, **kw):
@@ -136,6 +136,8 @@ def test_quality_in_json_arviz_and_paper_mode():
     q = res.quality
     assert len(q["khat_per_seed"]) == 2 and q["khat"] == max(q["khat_per_seed"])
     assert q["verdict"] == "adequate"
+    # the third look's budget is the fit's own wall time so far (its check after it)
+    assert 0 < q["fit_seconds"] < res.cost["wall_seconds"] - q["seconds"] + 1e-6
     d = json.loads(json.dumps(res.to_dict()))
     assert d["quality"]["verdict"] == "adequate" and d["stopped"]["quality"]["khat"] == q["khat"]
     from inertia.results.idata import read_attrs
@@ -213,17 +215,22 @@ def test_second_look_is_half_the_fits_evaluations_within_its_bounds(gaussian_fit
     assert second_look_draws(with_evals(50_000, dim=1000)) == 8388  # 64 MiB of normals
 
 
-def _assess_scripted(gaussian_fit, monkeypatch, khats):
-    """`quality.assess` of the Gaussian fit (1000 gradients) with each look's k-hat scripted."""
+def _assess_scripted(gaussian_fit, monkeypatch, khats, fit_seconds=None, tick=None):
+    """`quality.assess` of the Gaussian fit (1000 gradients) with each look's k-hat scripted, and
+    the clock too where `tick` is given (each reading `tick` seconds after the one before); without
+    `fit_seconds` the third look is not cut by time."""
     import inertia.vi.quality as quality
 
     t, res = gaussian_fit
     script = iter(khats)
     real = quality._psislw
     monkeypatch.setattr(quality, "_psislw", lambda lw: (real(lw)[0], next(script)))
+    if tick is not None:
+        readings = iter(tick * np.arange(100))
+        monkeypatch.setattr(quality, "_clock", lambda: float(next(readings)))
     res = dataclasses.replace(res, history={**res.history, "grad_evals": np.array([1000]),
-                                            "hvp_evals": np.array([0])})
-    return quality.assess(t, res)
+                                            "hvp_evals": np.array([0])}, cost=None)
+    return quality.assess(t, res, fit_seconds=fit_seconds)
 
 
 @pytest.mark.parametrize("khats, draws", [
@@ -323,3 +330,55 @@ def test_the_message_never_contradicts_its_own_k_hat(k):
     assert text.startswith(f"approximation quality: {verdict_of(said)} (")
     assert verdict_of(said) == q["verdict"]
     assert f"+- {khat_sd(k, 16000):.2f} on 16000 draws" in text
+
+
+def test_the_third_look_is_cut_to_a_tenth_of_the_fits_time(gaussian_fit):
+    # 16,000 draws took `seconds`; the check may take a tenth of the fit's wall time (at least
+    # 0.2 s); the third look adds whole blocks of 4000 draws within what is left, up to 64,000
+    _, res = gaussian_fit
+    assert third_look_draws(res, 16000, 0.5, None) == 64000  # no fit time known: uncut
+    assert third_look_draws(res, 16000, 0.1, 100.0) == 64000  # 10 s left at 25 us a draw
+    # 2 s allowed, 0.8 s spent at 50 us a draw: 1.2 s buys 24,000 more draws (6 blocks of 0.2 s)
+    assert third_look_draws(res, 16000, 0.8, 20.0) == 40000
+    # 1 s allowed, 0.9 s spent at 56 us a draw: 0.1 s buys less than a block: no third look
+    assert third_look_draws(res, 16000, 0.9, 10.0) == 16000
+    assert third_look_draws(res, 16000, 1.5, 10.0) == 16000  # already over: never below
+    # a fit of 0.5 s: 0.2 s allowed, not 0.05; 0.02 s spent at 1.25 us a draw: 0.18 s buys 144,000
+    # more draws, cut to 64,000 (with 0.05 s allowed it would be 24,000 more: 40,000)
+    assert third_look_draws(res, 16000, 0.02, 0.5) == 64000
+    big = dataclasses.replace(res, dim=1000)  # 64 MiB of normals: 8388 draws at most
+    assert third_look_draws(big, 8388, 0.01, 100.0) == 8388
+
+
+@pytest.mark.parametrize("fit_seconds, khats, looks, verdict", [
+    # clock readings 0.5 s apart: the third look is sized after 0.5 s for 16,000 draws (31 us a
+    # draw, 0.125 s a block); a 9-s fit leaves 0.4 s: 3 blocks, 28,000 draws in all
+    (9.0, (0.55, 0.9, 0.66), [4000, 16000, 28000], "unreliable"),
+    (9.0, (0.55, 0.9, 0.35), [4000, 16000, 28000], "adequate"),
+    (9.0, (0.55, 0.66, 0.6), [4000, 16000, 28000], "usable with correction"),
+    # a 5-s fit leaves nothing: the second look's verdict stands, and the message says why
+    (5.0, (0.55, 0.9), [4000, 16000], "unreliable"),
+    (5.0, (0.55, 0.66), [4000, 16000], "usable with correction"),
+    (60.0, (0.55, 0.9, 0.66), [4000, 16000, 64000], "unreliable")])  # 5.5 s left: uncut
+def test_the_third_looks_draws_follow_the_measured_time(gaussian_fit, monkeypatch, fit_seconds,
+                                                        khats, looks, verdict):
+    q, lw = _assess_scripted(gaussian_fit, monkeypatch, khats, fit_seconds, tick=0.5)
+    assert q["looks"] == looks and q["num_draws"] == looks[-1] == lw.shape[1]
+    assert q["verdict"] == verdict and q["fit_seconds"] == fit_seconds
+    cut = looks[-1] < 64000
+    assert q.get("third_look_capped", False) == cut
+    assert ("cut to what a tenth of the fit's time affords" in q["message"]) == cut
+    assert f"on {looks[-1]} draws of q" in q["message"]
+
+
+def test_the_vi_guide_states_the_third_looks_budget():
+    # the numbers of docs/vi.md's "How many draws" are the code's
+    from pathlib import Path
+
+    from inertia.vi import quality
+
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "vi.md").read_text().split())
+    assert quality.CHECK_FRACTION == 0.1 and "a tenth of the fit's wall time" in text
+    assert quality.CHECK_SECONDS == 0.2 and "or 0.2 s where that is more" in text
+    assert quality.BORDER_DRAWS == 64000 and "up to 64,000" in text
+    assert quality.FIRST_DRAWS == 4000 and "blocks of 4000 draws" in text
