@@ -27,11 +27,12 @@ verdict is a coin flip between "use the corrected answer" and "run `sample`" (wi
 between the Gaussian's answer and the corrected one), and a third look extends the draws to
 BORDER_DRAWS = 64,000 (sd 0.06 there), as far as the check's time allows: the earlier looks' time
 per draw sets how many more blocks of 4000 draws keep the whole check within CHECK_FRACTION (a
-tenth) of the fit's wall time so far, or CHECK_SECONDS (0.2 s) where that is more (a fit of a
-second or two is not worth a false alarm); where not one block fits, no third look (a
+tenth) of the fit's wall time so far, or CHECK_SECONDS (0.1 s) where that is more (a fit of
+under a second is not worth a false alarm); where not one block fits, no third look (a
 hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for 64,000 draws: the
 potential's cost is its data's, the fit's per gradient is mostly its sequential updates'); the
-message says so. An "unreliable" (k-hat above 0.7 after the second
+message says so. The looks' sizes then depend on measured times: `assess(..., fit_seconds=inf)`
+is the uncut check, the same on every run of a seed. An "unreliable" (k-hat above 0.7 after the second
 look) is confirmed on the third look too, since it sends the user to the sampler: a logistic
 regression on 80 rows (d = 3) gave k-hat 0.67-0.95 on four sets of 16,000 draws (PSIS ESS 15,231
 of 16,000 on one) and 0.27-0.35 on 64,000, the small-S bias again; the "unreliable" stands unless
@@ -58,7 +59,7 @@ NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d =
 SECOND_DRAWS = 16000  # draws of q per seed of the second look, at least
 BORDER_DRAWS = 64000  # draws of q per seed of the third look: k-hat within its sd of 0.5 or 0.7
 CHECK_FRACTION = 0.1  # the third look stops where the check would pass this fraction of the fit's time
-CHECK_SECONDS = 0.2  # ... or this many seconds, whichever is more
+CHECK_SECONDS = 0.1  # ... or this many seconds, whichever is more
 MAX_BYTES = 64 * 2**20  # a look's normals at most this large per seed: 64,000 draws up to d = 131
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
 CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corrected twin
