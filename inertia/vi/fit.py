@@ -45,11 +45,11 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     `result.stopped["converged"]` is False when `num_steps` ended the run.
 
     `quality=True` (default) then judges q as an answer (`vi.quality`, either mode, the run
-    unchanged): Pareto k-hat of the weights p~/q on 4000 (then 32,000) draws of q per seed, the PSIS
-    ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable > 0.7) in
-    `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary where
-    k <= 0.7. `ensure="adequate"` (or "usable"): when the fit did not converge or q falls short,
-    run the exact sampler from draws of q and return its result (`.fit` this fit, `.verdicts`
+    unchanged): Pareto k-hat of the weights p~/q on 4000 (then up to 64,000) draws of q per seed,
+    the PSIS ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable
+    > 0.7) in `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary
+    where k <= 0.7. `ensure="adequate"` (or "usable"): when the fit did not converge or q falls
+    short, run the exact sampler from draws of q and return its result (`.fit` this fit, `.verdicts`
     both verdicts; `vi.escalate`). Both are `FitOptions` fields.
 
     `options` (a `FitOptions`) sets any of these switches; each of its fields may also be given by

@@ -32,14 +32,15 @@ under a second is not worth a false alarm); where not one block fits, no third l
 hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for 64,000 draws: the
 potential's cost is its data's, the fit's per gradient is mostly its sequential updates'); the
 message says so. The looks' sizes then depend on measured times: `assess(..., fit_seconds=inf)`
-is the uncut check, the same on every run of a seed. An "unreliable" (k-hat above 0.7 after the second
-look) is confirmed on the third look too, since it sends the user to the sampler: a logistic
+is the uncut check, the same on every run of a seed. An "unreliable" (k-hat above 0.7 after the
+second look) is confirmed on the third look too, since it sends the user to the sampler: a logistic
 regression on 80 rows (d = 3) gave k-hat 0.67-0.95 on four sets of 16,000 draws (PSIS ESS 15,231
 of 16,000 on one) and 0.27-0.35 on 64,000, the small-S bias again; the "unreliable" stands unless
 the third look's k-hat is below 0.7 by its own sd (the log of a Gamma(0.3) posterior, d = 1, gave
 0.57-0.81 on 64,000 draws with its corrected sd 25 % off). On the third look the posterior
 suite's random-walk Poisson model (k-hat 0.68-0.95 on six sets of 16,000 draws, 0.75-0.86 on
-64,000; its corrected sd 0.14-0.29 reference sds off) and its non-centred eight schools (0.46-0.68 and 0.54-0.65; corrected within 0.06, the
+64,000; its corrected sd 0.14-0.29 reference sds off) and its non-centred eight schools
+(0.46-0.68 and 0.54-0.65; corrected within 0.06, the
 Gaussian's sd 0.22 off), 64,000 draws put every repetition on its right side of 0.5 and 0.7. PSIS
 itself is reliable where S >= 10^(1 / (1 - k)) (Vehtari et al. 2024, section 3.2.3): 16,000 draws
 for every k up to 0.76. The looks' normals are kept within MAX_BYTES (64 MiB) per seed: above d =
@@ -58,7 +59,7 @@ FIRST_DRAWS = 4000  # draws of q per seed of the first look (as many as results.
 NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d = 1)
 SECOND_DRAWS = 16000  # draws of q per seed of the second look, at least
 BORDER_DRAWS = 64000  # draws of q per seed of the third look: k-hat within its sd of 0.5 or 0.7
-CHECK_FRACTION = 0.1  # the third look stops where the check would pass this fraction of the fit's time
+CHECK_FRACTION = 0.1  # the third look stops where the check would pass this part of the fit's time
 CHECK_SECONDS = 0.1  # ... or this many seconds, whichever is more
 MAX_BYTES = 64 * 2**20  # a look's normals at most this large per seed: 64,000 draws up to d = 131
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
@@ -235,7 +236,7 @@ def assess(target, res, num_draws: Optional[int] = None, seed: int = 0,
                 quality = _still_unreliable(quality, doubted)
             if k is None or (k <= USABLE and min(abs(k - ADEQUATE), abs(k - USABLE))
                              >= quality["khat_sd"]):
-                break  # not a coin flip at 0.5 or 0.7, nor an "unreliable" to confirm: no third look
+                break  # not a coin flip at 0.5 or 0.7, nor an "unreliable" to confirm: no more
             doubted = k if k > USABLE else None
         if capped is not None:  # the third look was wanted and its time cut it short
             quality = dict(quality, third_look_capped=True)
