@@ -26,7 +26,9 @@ where k-hat is below 0.5 by more than its own sampling sd (`khat_sd`, |1 + k| / 
 verdict is a coin flip between "use the corrected answer" and "run `sample`" (within its sd of 0.5:
 between the Gaussian's answer and the corrected one), and a third look extends the draws to
 BORDER_DRAWS = 64,000 (sd 0.06 there), as far as the check's time allows: the earlier looks' time
-per draw sets how many more blocks of 4000 draws keep the whole check within CHECK_FRACTION (a
+per draw (the fastest look's potential evaluations, as a pause of a busy machine during one look
+is no cost of its draws, plus the latest PSIS fit's) sets how many more blocks of 4000 draws keep
+the whole check within CHECK_FRACTION (a
 tenth) of the fit's wall time so far, or CHECK_SECONDS (0.1 s) where that is more (a fit of
 under a second is not worth a false alarm); where not one block fits, no third look (a
 hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for 64,000 draws: the
@@ -208,27 +210,36 @@ def assess(target, res, num_draws: Optional[int] = None, seed: int = 0,
     `second_look_draws` unless k-hat is below 0.5 by more than its sampling sd, and to
     `third_look_draws` (within a tenth of `fit_seconds`, the fit's wall time; by default
     `res.cost`'s) where k-hat is then within its sd of 0.5 or 0.7, or above 0.7 (module
-    docstring); or on `num_draws` when given."""
+    docstring); or on `num_draws` when given. The seconds leave out waiting for ArviZ's import
+    (once per process, begun in the background when the fit starts)."""
+    from ..results.idata import arviz
+
+    arviz()
     t0 = _clock()
     if fit_seconds is None:
         fit_seconds = (getattr(res, "cost", None) or {}).get("wall_seconds")
     n = num_draws or FIRST_DRAWS
-    lw = log_weights(target, res, n, seed)
-    quality, smoothed = _assess_lw(lw, seed)
+    per_draw = []  # seconds per draw of each look's potential evaluations
+    lw = _timed(per_draw, n, lambda: log_weights(target, res, n, seed))
+    psis = []  # seconds of each PSIS fit (the latest on all the draws so far)
+    quality, smoothed = _timed(psis, 1, lambda: _assess_lw(lw, seed))
     k = quality["khat"]
     looks, capped = [n], None
     if num_draws is None and not (k is not None and k + quality["khat_sd"] < ADEQUATE):
         doubted = None  # k-hat of a look above 0.7: the next must clear 0.7 by its own sd
         for third in (False, True):
-            more = (third_look_draws(res, n, _clock() - t0, fit_seconds) if third
+            more = (third_look_draws(res, n, _clock() - t0, fit_seconds,
+                                     min(per_draw) + psis[-1] / n) if third
                     else second_look_draws(res))
             if third and more < borderline_draws(res):
                 capped = more  # the third look's draws, fewer than BORDER_DRAWS by its time
             if more <= n:
                 continue
             # the earlier looks' weights kept: only the new draws are evaluated
-            lw = np.concatenate([lw, log_weights(target, res, more, seed, start=n)], axis=1)
-            quality, smoothed = _assess_lw(lw, seed)
+            new = _timed(per_draw, more - n,
+                         lambda: log_weights(target, res, more, seed, start=n))  # noqa: B023
+            lw = np.concatenate([lw, new], axis=1)
+            quality, smoothed = _timed(psis, 1, lambda: _assess_lw(lw, seed))  # noqa: B023
             n = more
             looks.append(n)
             k = quality["khat"]
@@ -252,18 +263,30 @@ def _clock() -> float:
     return time.perf_counter()
 
 
-def third_look_draws(res, drawn: int, seconds: float, fit_seconds: Optional[float]) -> int:
+def _timed(per_draw: list, draws: int, evaluate):
+    """`evaluate()`, its seconds per draw (of `draws`) appended to `per_draw`."""
+    t = _clock()
+    out = evaluate()
+    per_draw.append((_clock() - t) / max(draws, 1))
+    return out
+
+
+def third_look_draws(res, drawn: int, seconds: float, fit_seconds: Optional[float],
+                     per_draw: Optional[float] = None) -> int:
     """Draws of q per seed of the third look (module docstring): BORDER_DRAWS (fewer where their
-    normals would pass MAX_BYTES), cut to what the time per draw of the earlier looks (`seconds`
-    for `drawn` draws) affords within CHECK_FRACTION of the fit's wall time `fit_seconds` (at
-    least CHECK_SECONDS) less the `seconds` already spent, in whole blocks of FIRST_DRAWS; `drawn`
-    (no third look) where not one block is affordable; uncut where `fit_seconds` is None."""
+    normals would pass MAX_BYTES), cut to what `per_draw` seconds a draw (by default the earlier
+    looks' average, `seconds` for `drawn` draws; `assess` passes the fastest look's, as a pause of
+    the machine in one look is no cost of the draws) affords within CHECK_FRACTION of the fit's
+    wall time `fit_seconds` (at least CHECK_SECONDS) less the `seconds` already spent, in whole
+    blocks of FIRST_DRAWS; `drawn` (no third look) where not one block is affordable; uncut where
+    `fit_seconds` is None or infinite."""
     most = borderline_draws(res)
     if fit_seconds is None or not math.isfinite(fit_seconds) or drawn <= 0:
         return max(most, drawn)
     left = max(CHECK_FRACTION * float(fit_seconds), CHECK_SECONDS) - float(seconds)
-    per_draw = max(float(seconds), 0.0) / drawn
-    blocks = math.inf if per_draw == 0.0 else max(left, 0.0) / (per_draw * FIRST_DRAWS)
+    if per_draw is None:
+        per_draw = max(float(seconds), 0.0) / drawn
+    blocks = math.inf if per_draw <= 0.0 else max(left, 0.0) / (per_draw * FIRST_DRAWS)
     more = FIRST_DRAWS * int(min(blocks + 1e-9, most // FIRST_DRAWS + 1))  # 5.9999... is 6
     return int(max(drawn, min(most, drawn + more)))
 
