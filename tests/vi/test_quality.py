@@ -2,10 +2,14 @@
 targets with corrected moments equal to the exact ones, unreliable on a banana, a funnel and a
 skewed Gamma posterior where the Gaussian is poor, PSIS-corrected means closer to the truth than
 the Gaussian's where k-hat <= 0.7; in the table, the JSON, to_arviz and the CLI's exit status 4;
-the looks' sizes; an approximate GP (proper, weakly identified) neither called improper nor
-adequate; messages whose shown k-hat gives their verdict.
+the log weights of each kernel's coordinates; the looks' sizes, the third cut to a tenth of the
+fit's time (scripted k-hats and clock); an approximate GP (proper, weakly identified) neither
+called improper nor adequate; a d = 50 spline regression (proper, weakly identified) not called
+improper, its corrected answer right against exact moments; messages whose shown k-hat gives their
+verdict.
 
-Cost: nine automatic fits of d <= 5 targets and one of d = 24, about 90 s on two busy cores.
+Cost: nine automatic fits of d <= 5 targets, three paper-mode fits of d = 4, and (slow) one
+automatic fit each of d = 24 and d = 50: under a minute on two shared cores.
 """
 import dataclasses
 import json
@@ -419,3 +423,66 @@ def test_every_methods_fit_is_checked_on_its_own_gaussian(method):
     V = np.array([float(t.potential(jnp.asarray(xi))) for xi in x[:200]])
     expected = -V - multivariate_normal(res.mean, res.cov).logpdf(x[:200])
     np.testing.assert_allclose(log_weights(t, res, 4000)[0, :200], expected, rtol=0, atol=1e-8)
+
+
+def _spline_regression(n=120, k=48, prior_sd=10.0, seed=0):
+    """(target, exact means, exact sds) of y = a + B b + noise, B 48 cubic B-splines on [0, 1],
+    b ~ N(0, 10^2), a ~ N(0, 10^2), log sigma ~ N(0, 1); theta = (a, log sigma, b), d = 50:
+    proper, weakly identified (neighbouring splines overlap, wide priors). Exact moments: given
+    log sigma the (a, b) posterior is Gaussian (conjugate), and log sigma's marginal is summed on
+    a grid of 4001 points over [-2.5, -0.5] (its weight at either end below 1e-12)."""
+    from scipy.interpolate import BSpline
+    from scipy.special import logsumexp
+
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 1, n))
+    y = np.sin(6 * x) + 0.3 * rng.normal(size=n)
+    knots = np.concatenate([np.zeros(3), np.linspace(0, 1, k - 2), np.ones(3)])
+    B = BSpline.design_matrix(x, knots, 3).toarray()
+
+    def V(th):
+        a, ls, b = th[0], th[1], th[2:]
+        return (0.5 * jnp.sum(((y - a - B @ b) / jnp.exp(ls)) ** 2) + n * ls
+                + 0.5 * jnp.sum(b ** 2) / prior_sd ** 2 + 0.5 * a ** 2 / 100 + 0.5 * ls ** 2)
+
+    X = np.column_stack([np.ones(n), B])
+    prior = np.diag([1 / 100] + [1 / prior_sd ** 2] * k)
+    grid = np.linspace(-2.5, -0.5, 4001)
+    logp, mus, covs = [], [], []
+    for ls in grid:
+        P = X.T @ X * np.exp(-2 * ls) + prior
+        mu = np.linalg.solve(P, X.T @ y * np.exp(-2 * ls))
+        logp.append(-n * ls - 0.5 * ls ** 2 - 0.5 * y @ y * np.exp(-2 * ls) + 0.5 * mu @ P @ mu
+                    - 0.5 * np.linalg.slogdet(P)[1])
+        mus.append(mu)
+        covs.append(np.linalg.inv(P))
+    w = np.exp(np.array(logp) - logsumexp(logp))
+    assert max(w[0], w[-1]) < 1e-12
+    mus, covs = np.array(mus), np.array(covs)
+    m = w @ mus
+    var = np.einsum("g,gii->i", w, covs) + w @ mus ** 2 - m ** 2
+    m_ls = w @ grid
+    sd_ls = math.sqrt(w @ (grid - m_ls) ** 2)
+    mean = np.concatenate([[m[0], m_ls], m[1:]])
+    sd = np.concatenate([[math.sqrt(var[0]), sd_ls], np.sqrt(var[1:])])
+    return from_potential(V, k + 2), mean, sd
+
+
+@pytest.mark.slow  # one automatic fit of a d = 50 target, its check on 64,000 draws: 3-10 s
+def test_a_weakly_identified_spline_regression_is_proper_and_its_correction_right():
+    t, mean, sd = _spline_regression()
+    res = _fit(t)
+    # a proper posterior with weakly identified directions: no improper-target alarm
+    assert res.converged and "improper" not in res.stopped
+    q = res.quality
+    assert q["corrected"] and q["verdict"] != "unreliable"
+    rows = res.summary()
+    gauss_sd = np.array([r["sd"] for r in rows])
+    # the Gaussian's sd of log sigma is too small (0.065 against 0.084; the KL-optimal Gaussian
+    # is narrow), more than the suite's 0.2 sd off: the answer to read is the corrected one ...
+    assert np.max(np.abs(gauss_sd / sd - 1)) > 0.2
+    # ... and it is within 0.1 sd in every mean and sd: half the suite's 0.2, and about 10 Monte
+    # Carlo s.e. of a PSIS mean or sd at its ESS (1 / sqrt(ESS) = 0.008 at ESS 14,000)
+    err_mean = np.abs(np.array([r["mean_psis"] for r in rows]) - mean) / sd
+    err_sd = np.abs(np.array([r["sd_psis"] for r in rows]) / sd - 1)
+    assert np.max(err_mean) < 0.1 and np.max(err_sd) < 0.1
