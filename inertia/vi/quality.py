@@ -28,9 +28,9 @@ between the Gaussian's answer and the corrected one), and a third look extends t
 BORDER_DRAWS = 64,000 (sd 0.06 there), as far as the check's time allows: the earlier looks' time
 per draw (the fastest look's potential evaluations, as a pause of a busy machine during one look
 is no cost of its draws, plus the latest PSIS fit's) sets how many more blocks of 4000 draws keep
-the whole check within CHECK_FRACTION (a
-tenth) of the fit's wall time so far, or CHECK_SECONDS (0.1 s) where that is more (a fit of
-under a second is not worth a false alarm); where not one block fits, no third look (a
+the whole check within CHECK_FRACTION (a tenth) of the fit's wall time so far, or CHECK_SECONDS
+(0.1 s) where that is more (a fit of under a second is not worth a false alarm); where not one
+block fits, no third look (a
 hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for 64,000 draws: the
 potential's cost is its data's, the fit's per gradient is mostly its sequential updates'); the
 message says so. The looks' sizes then depend on measured times: `assess(..., fit_seconds=inf)`
@@ -96,7 +96,8 @@ def message(quality: dict) -> str:
     if quality.get("earlier_khat") is not None:  # `_still_unreliable`
         kt += (f"; {shown(quality['earlier_khat'])} on the shorter look, and not below 0.7 by its "
                "sd on this one")
-    cut = (f" (a third look of {BORDER_DRAWS} cut to what a tenth of the fit's time affords)"
+    wanted = quality.get("third_look_wanted", BORDER_DRAWS)
+    cut = (f" (a third look of {wanted} cut to what a tenth of the fit's time affords)"
            if quality.get("third_look_capped") else "")
     head = (f"approximation quality: {quality['verdict']} (Pareto k-hat {kt} on {n} draws of q"
             f"{cut}, PSIS ESS {quality['ess']:.0f})")
@@ -250,7 +251,8 @@ def assess(target, res, num_draws: Optional[int] = None, seed: int = 0,
                 break  # not a coin flip at 0.5 or 0.7, nor an "unreliable" to confirm: no more
             doubted = k if k > USABLE else None
         if capped is not None:  # the third look was wanted and its time cut it short
-            quality = dict(quality, third_look_capped=True)
+            quality = dict(quality, third_look_capped=True,
+                           third_look_wanted=borderline_draws(res))
             quality["message"] = message(quality)
     quality["looks"] = looks
     quality["fit_seconds"] = None if fit_seconds is None else float(fit_seconds)

@@ -386,7 +386,8 @@ def test_the_third_looks_draws_follow_the_measured_time(gaussian_fit, monkeypatc
     assert q["verdict"] == verdict and q["fit_seconds"] == fit_seconds
     cut = looks[-1] < 64000
     assert q.get("third_look_capped", False) == cut
-    assert ("cut to what a tenth of the fit's time affords" in q["message"]) == cut
+    assert ("a third look of 64000 cut to what a tenth of the fit's time affords"
+            in q["message"]) == cut
     assert f"on {looks[-1]} draws of q" in q["message"]
     assert q["seconds"] == pytest.approx(31.25e-6 * looks[-1] + sum(pauses))
 
