@@ -33,8 +33,6 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
-
 from models import NAMES, SHARED_REFERENCE, load  # noqa: E402
 
 REF = ROOT / "benchmarks" / "results" / "posteriors_reference.json"
