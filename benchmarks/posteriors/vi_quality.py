@@ -1,7 +1,7 @@
 """Posterior suite, VI: `fit(target)` defaults per posterior, its approximation-quality verdict
 (Pareto k-hat, PSIS ESS) and the errors of the Gaussian's and the PSIS-corrected means and sds
 against the long-run or exact references, with the check's cost as a fraction of the fit's wall
-time.
+time and of its CPU time.
 
 Errors are standardised by the reference sd over the named (constrained) quantities: err_mean = max
 |mean - ref| / ref sd, err_sd = max |sd - ref sd| / ref sd; "off" = either above 0.2. The corrected
@@ -9,7 +9,9 @@ columns exist where k-hat <= 0.7; the answer a user is told to read is the corre
 verdict is "usable with correction" and the Gaussian's otherwise, and the verdict is right when it
 says "unreliable" exactly where that answer is off. The check's cost: its seconds over the fit's
 wall time (the fit's compilation included, the check's own seconds too), and its potential
-evaluations over the fit's gradient and Hessian-vector evaluations. ArviZ is imported before the
+evaluations over the fit's gradient and Hessian-vector evaluations; on a machine shared with
+other work, also its CPU seconds over the fit's (this process's, `time.process_time`), which a
+pause of the machine does not inflate. ArviZ is imported before the
 first fit (its import, ~1.3 s once per process, is not the check's).
 The check runs again on five more seeds of q's draws (`--check-seeds`, the same fit): how often
 its verdict is right when k-hat lies near a threshold.
@@ -30,8 +32,6 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
 
 from models import NAMES, SHARED_REFERENCE, load  # noqa: E402
 
@@ -72,15 +72,29 @@ def judged(res, rows, ref):
 def one(name, refs, check_seeds=1):
     import dataclasses
 
+    import inertia.vi.quality as quality
     from inertia.vi import fit
-    from inertia.vi.quality import assess
 
     post = load(name)
-    t0 = time.perf_counter()
+    cpu = []  # the check's CPU seconds: `fit` calls quality.assess, timed here for this run
+
+    def assess(*args, **kw):
+        c = time.process_time()
+        out = real(*args, **kw)
+        cpu.append(time.process_time() - c)
+        return out
+
+    real, quality.assess = quality.assess, assess
+    c0, t0 = time.process_time(), time.perf_counter()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = fit(post.target, seed=0)
+    finally:
+        wall, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+        quality.assess = real
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = fit(post.target, seed=0)
-        wall = time.perf_counter() - t0
         rows = res.summary()
     ref = reference(post, refs)
     q = res.quality
@@ -90,7 +104,9 @@ def one(name, refs, check_seeds=1):
     seeds = []  # the check again on other draws of q (the same fit): how stable the verdict is
     for s in range(1, check_seeds):
         other = dataclasses.replace(res)
-        other.quality, other.quality_weights = assess(post.target, res, seed=s)
+        # the same fit's time bounds its third look, as in `fit`
+        other.quality, other.quality_weights = assess(post.target, res, seed=s,
+                                                      fit_seconds=q["fit_seconds"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             seeds.append((other.quality, judged(other, other.summary(), ref)))
@@ -99,11 +115,17 @@ def one(name, refs, check_seeds=1):
             "verdict": q["verdict"], "err_mean": g[0], "err_sd": g[1],
             "err_mean_psis": c[0] if c else None, "err_sd_psis": c[1] if c else None,
             "fit_seconds": wall, "check_seconds": q["seconds"],
-            "check_fraction": q["seconds"] / wall, "fit_evals": evals,
+            "check_fraction": q["seconds"] / wall, "fit_cpu_seconds": fit_cpu,
+            "check_cpu_seconds": cpu[0], "check_cpu_fraction": cpu[0] / fit_cpu,
+            "fit_evals": evals, "looks": q.get("looks"),
+            "third_look_capped": bool(q.get("third_look_capped")),
             "check_evals": q["num_draws"] * len(q["khat_per_seed"]), "answer_off": off,
             "verdict_right": right,
             "check_seeds": [{"khat": o["khat"], "draws": o["num_draws"], "verdict": o["verdict"],
-                             "err_psis": j[1], "right": j[3]} for o, j in seeds]}
+                             "err_psis": j[1], "right": j[3], "seconds": o["seconds"],
+                             "cpu_seconds": cpu[i + 1],
+                             "third_look_capped": bool(o.get("third_look_capped"))}
+                            for i, (o, j) in enumerate(seeds)]}
 
 
 def seeds(r):
@@ -116,12 +138,28 @@ def seeds(r):
     return f"{sum(o['right'] for o in other)} of {len(other)}{span}"
 
 
+def other_cost(r, key="seconds", fit="fit_seconds"):
+    """The largest check fraction over the other check seeds (their seconds over the fit's wall
+    time; CPU seconds over the fit's with key="cpu_seconds", fit="fit_cpu_seconds"), or '–'."""
+    other = [o[key] for o in r.get("check_seeds") or [] if o.get(key) is not None]
+    return f"{100 * max(other) / r[fit]:.0f} %" if other and r.get(fit) else "–"
+
+
+def cpu_cost(r):
+    """'this % / others' max %' of the check's CPU seconds over the fit's, or '–'."""
+    if r.get("check_cpu_fraction") is None:
+        return "–"
+    return (f"{100 * r['check_cpu_fraction']:.0f} % / "
+            f"{other_cost(r, 'cpu_seconds', 'fit_cpu_seconds')}")
+
+
 def table(rows):
     f = (lambda v: "–" if v is None else f"{v:.2f}")
     out = ["| posterior | d | optimiser | k-hat (draws) | quality | Gaussian: err mean / sd | "
            "PSIS: err mean / sd | answer off > 0.2 sd | verdict right | fit s | check s (%) | "
-           "check / fit evaluations | right on other check seeds |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "check / fit evaluations | right on other check seeds | their check % (max) | "
+           "check CPU % (this / others' max) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         out.append(f"| {r['name']} | {r['dim']} | {'converged' if r['converged'] else 'NOT CONV.'}"
                    f" | {f(r['khat'])} ({r['draws']}) | {r['verdict']} | {f(r['err_mean'])} / "
@@ -130,7 +168,7 @@ def table(rows):
                    f"{'yes' if r['verdict_right'] else 'NO'} | "
                    f"{r['fit_seconds']:.1f} | {r['check_seconds']:.2f} "
                    f"({100 * r['check_fraction']:.0f} %) | {r['check_evals']} / {r['fit_evals']} | "
-                   f"{seeds(r)} |")
+                   f"{seeds(r)} | {other_cost(r)} | {cpu_cost(r)} |")
     return "\n".join(out)
 
 

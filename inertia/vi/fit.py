@@ -6,6 +6,7 @@ the stopping rule of `monitor`; `options.FitOptions` holds their switches.
 """
 from __future__ import annotations
 
+import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -44,11 +45,11 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     `result.stopped["converged"]` is False when `num_steps` ended the run.
 
     `quality=True` (default) then judges q as an answer (`vi.quality`, either mode, the run
-    unchanged): Pareto k-hat of the weights p~/q on 4000 (then 32,000) draws of q per seed, the PSIS
-    ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable > 0.7) in
-    `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary where
-    k <= 0.7. `ensure="adequate"` (or "usable"): when the fit did not converge or q falls short,
-    run the exact sampler from draws of q and return its result (`.fit` this fit, `.verdicts`
+    unchanged): Pareto k-hat of the weights p~/q on 4000 (then up to 64,000) draws of q per seed,
+    the PSIS ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable
+    > 0.7) in `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary
+    where k <= 0.7. `ensure="adequate"` (or "usable"): when the fit did not converge or q falls
+    short, run the exact sampler from draws of q and return its result (`.fit` this fit, `.verdicts`
     both verdicts; `vi.escalate`). Both are `FitOptions` fields.
 
     `options` (a `FitOptions`) sets any of these switches; each of its fields may also be given by
@@ -80,7 +81,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                       batch_size, step_size, init, progress)
     if res is not None:  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
         res = _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
-                      quality)
+                      quality, meter)
         return _with_cost(res, meter, res.pop_programs())
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
@@ -124,7 +125,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     finally:
         bar.close()
     # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (vi.ensure)
-    res = _finish(res, source, target, prep, wh, chosen, dtype, quality)
+    res = _finish(res, source, target, prep, wh, chosen, dtype, quality, meter)
     return _with_cost(res, meter, list(runner.compiled.values()))
 
 
@@ -169,9 +170,10 @@ def _with_cost(res, meter, programs):
     return res
 
 
-def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
+def _finish(res, source, target, prep, wh, chosen, dtype, quality=True, meter=None):
     """The run's result in the user's coordinates, with the improper-target verdict, the
-    whitening and method-choice events, the dtype and the model's description."""
+    whitening and method-choice events, the dtype, the model's description and the quality check
+    (its third look sized by the fit's wall time so far, `meter`'s)."""
     if prep.improper is not None:
         res.stopped = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
         res.events.append({"event": "improper target", "step": 0, "reason": res.stopped["reason"]})
@@ -191,7 +193,8 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
     if quality:
         from .quality import assess
 
-        res.quality, res.quality_weights = assess(source, res)
+        fit_seconds = None if meter is None else time.perf_counter() - meter.t0
+        res.quality, res.quality_weights = assess(source, res, fit_seconds=fit_seconds)
         res.stopped = verdicts.with_quality(res.stopped, res.quality)
     return res
 
