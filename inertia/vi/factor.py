@@ -127,11 +127,15 @@ class _Objective:
 def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20000,
                batch_size: int = 16, step_size: Optional[float] = None, tol: float = 1e-4,
                window: int = 10, every: Optional[int] = None, seed: int = 0,
-               monitor_draws: int = MONITOR_DRAWS) -> dict:
+               monitor_draws: int = MONITOR_DRAWS, dtype: str = "float64") -> dict:
     """Run factor-covariance VI from N(x0, diag(s^2)); a dict with the mean, FactorCovariance, the
-    checkpoint history, the verdict (`stopped`), the averaging and the compile seconds."""
+    checkpoint history, the verdict (`stopped`), the averaging and the compile seconds.
+    `dtype="float32"`: the updates (draws, gradients of `target.astype("float32")`, Adam) run in
+    float32; the start, the objective monitor, the averaging sums and the result stay float64."""
     import optax
 
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}")
     d = target.dim
     r = int(min(RANK if rank is None else rank, max(d - 1, 1)))
     if r < 1:
@@ -141,16 +145,17 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     x0 = np.asarray(x0, np.float64)
     s = np.asarray(s, np.float64)
     rng = np.random.default_rng(seed)
-    params = (np.zeros(d), B_START_SCALE * rng.standard_normal((d, r)), np.zeros(d))
+    params = tuple(np.asarray(p, dtype) for p in (
+        np.zeros(d), B_START_SCALE * rng.standard_normal((d, r)), np.zeros(d)))
     optimizer = optax.adam(eta)
     state = _compile.jit(lambda p: (p, optimizer.init(p)))(params)  # one program, not eager ops
-    block = _block_fn(_u_grad(target, x0, s), optimizer, int(batch_size))
+    block = _block_fn(_u_grad(target.astype(dtype), x0, s), optimizer, int(batch_size))
     from .runner import step_keys
 
     all_keys = step_keys([seed], num_steps, 0)[0]  # (num_steps, 2): one program for every key
     objective = _Objective(target, x0, s, r, monitor_draws, seed)
     rule = StoppingRule(tol, window) if tol is not None else None
-    dev = lambda a: _compile.device(np.asarray(a, np.float64))  # noqa: E731
+    dev = lambda a: _compile.device(np.asarray(a, dtype))  # noqa: E731
     xs, ss = dev(x0), dev(s)
     steps, secs, values, stderrs = [0], [0.0], [], []
     first = objective.draws(params)
@@ -307,7 +312,8 @@ def _result_class():
 FactorFitResult = _result_class()
 
 
-def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, progress, why):
+def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, progress, why,
+               dtype="float64"):
     """`fit` with the factor family: bounds and start (`auto.prepare`, matrix-free above
     MATRIX_FREE_DIM), the run (`fit_factor`), then the quality check as for every fit."""
     from ..results.build import model_info
@@ -327,7 +333,8 @@ def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, p
     b = int(batch_size or BATCH)
     out = fit_factor(prep.target, m0, s, rank=opts.rank, num_steps=num_steps, batch_size=b,
                      step_size=step_size, tol=opts.tol, window=opts.window,
-                     every=opts.checkpoint_every, seed=seeds[0], monitor_draws=opts.monitor_draws)
+                     every=opts.checkpoint_every, seed=seeds[0], monitor_draws=opts.monitor_draws,
+                     dtype=dtype)
     curv = prep.curvature
     steps = out["steps"]
     history = {"step": steps, "gap": None, "objective": None,
