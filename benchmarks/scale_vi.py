@@ -48,7 +48,7 @@ def errors(mean, sd, ref_path) -> dict:
 
 
 def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None, tol="default",
-        rank=None, moments=MOMENTS) -> dict:
+        rank=None, moments=MOMENTS, window=None) -> dict:
     """One run in this process: the result's cost, gradients, verdict and errors."""
     import numpy as np
 
@@ -60,7 +60,8 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
 
     model, args = model_and_data(family, d)
     t = from_numpyro(model, *args)
-    row = {"family": family, "d": t.dim, "asked_d": d, "method": method, "seed": seed}
+    row = {"family": family, "d": t.dim, "asked_d": d, "method": method, "seed": seed,
+           "window": window, "tol": tol, "forced_family": vi_family}
     if method == "fit":
         from inertia.vi import fit
 
@@ -69,6 +70,8 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
             kw["num_steps"] = num_steps
         if rank is not None:
             kw["rank"] = rank
+        if window is not None:
+            kw["window"] = window
         r = fit(t, seed=seed, family=vi_family, **kw)
         fam = getattr(r, "family", None) or {}
         h = r.history
@@ -89,6 +92,7 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
         if moments:
             os.makedirs(moments, exist_ok=True)
             tag = row["gaussian_family"] + (f"_r{rank}" if rank else "") + (
+                f"_w{window}" if window else "") + (
                 f"_n{num_steps}" if tol is None else "")
             np.savez(os.path.join(moments, f"{family}_{d}_{tag}_s{seed}.npz"), mean=mean, sd=sd)
     else:
@@ -105,6 +109,68 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
     return row
 
 
+def report(path, plot=None):
+    """The fits of a JSONL file as a markdown table (and a plot of gradients, wall time and the
+    median sd error against d, per model family and Gaussian family)."""
+    import numpy as np
+
+    rows = [json.loads(ln) for ln in open(path) if ln.strip()]
+    rows = [r for r in rows if r.get("method") == "fit" and "error" not in r]
+    print("| model | d | Gaussian family | window | seed | updates (plateau) | gradients (+ HVPs) "
+          "| verdict | k-hat | F_hat | mean err max / median (ref sd) | sd err max / median "
+          "| ms per gradient | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: (r["family"], r["d"], r.get("gaussian_family", ""),
+                                         r.get("window") or 10, r.get("seed", 0))):
+        e = r.get("errors") or {}
+        err = (f"{e['mean_err_max']:.3f} / {e['mean_err_median']:.3f} | "
+               f"{e['sd_err_max']:.3f} / {e['sd_err_median']:.3f}") if "mean_err_max" in e \
+            else "- | -"
+        c = r.get("cost") or {}
+        print(f"| {r['family']} | {r['d']} | {r.get('gaussian_family')} | {r.get('window') or 10} "
+              f"| {r.get('seed', 0)} | {r['updates']:,} ({r.get('plateau_step')}) | "
+              f"{r['gradients']:,} (+ {r.get('hvps', 0):,}) | "
+              f"{'converged' if r['converged'] else 'NOT CONVERGED'} | "
+              f"{r['khat']:.2f} | {r['F_hat']:.1f} | {err} | "
+              f"{1e3 * c.get('seconds_per_gradient', float('nan')):.2f} | "
+              f"{r['wall_seconds']:.0f} |")
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+        marks = {"hier": "o", "field": "s", "glmm": "^"}
+        colours = {"factor": "C0", "full-rank": "C3"}
+        for r in rows:
+            if (r.get("window") or 10) != 10:
+                continue
+            kw = dict(marker=marks.get(r["family"], "x"), color=colours.get(
+                r.get("gaussian_family"), "k"), alpha=0.8, linestyle="none")
+            axes[0].plot(r["d"], r["gradients"], **kw)
+            axes[1].plot(r["d"], r["wall_seconds"], **kw)
+            e = r.get("errors") or {}
+            if "sd_err_median" in e:
+                axes[2].plot(r["d"], e["sd_err_median"], **kw)
+        for ax, lab in zip(axes, ["gradients to the end of the run", "first-run wall s (loaded)",
+                                  "median |sd / NUTS sd - 1|"]):
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("d")
+            ax.set_title(lab, fontsize=10)
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], color=c, marker="o", linestyle="none", label=f)
+                   for f, c in colours.items()]
+        handles += [Line2D([], [], color="grey", marker=m, linestyle="none", label=f)
+                    for f, m in marks.items() if any(r["family"] == f for r in rows)]
+        axes[0].legend(handles=handles, fontsize=8)
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--families", nargs="+", default=["hier"], choices=["hier", "glmm", "field"])
@@ -116,15 +182,22 @@ def main(argv=None):
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--num-steps", type=int, default=None)
     p.add_argument("--tol", default="default", help="the stopping tolerance; 'none': no rule")
+    p.add_argument("--window", type=int, default=None,
+                   help="the stopping rule's window of checkpoints (default: the fit's)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "scale_vi.jsonl"))
     p.add_argument("--moments", default=MOMENTS)
     p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--report", metavar="JSONL", help="print a saved run's table (no runs)")
+    p.add_argument("--plot", help="with --report: save the plot here")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     tol = a.tol if a.tol == "default" else (None if a.tol == "none" else float(a.tol))
+    if a.report:
+        report(a.report, a.plot)
+        return 0
     if a.one:
         row = one(a.families[0], a.dims[0], a.methods[0], a.vi_family, a.seeds[0], a.num_steps,
-                  tol, a.rank, a.moments)
+                  tol, a.rank, a.moments, a.window)
         print(json.dumps(row, default=str))
         return 0
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
@@ -137,7 +210,7 @@ def main(argv=None):
                            "--methods", m, "--seeds", str(seed), "--tol", a.tol,
                            "--moments", a.moments]
                     for flag, val in (("--family", a.vi_family), ("--rank", a.rank),
-                                      ("--num-steps", a.num_steps)):
+                                      ("--num-steps", a.num_steps), ("--window", a.window)):
                         if val is not None:
                             cmd += [flag, str(val)]
                     try:
