@@ -48,7 +48,7 @@ def errors(mean, sd, ref_path) -> dict:
 
 
 def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None, tol="default",
-        rank=None, moments=MOMENTS, window=None) -> dict:
+        rank=None, moments=MOMENTS, window=None, dtype="float64") -> dict:
     """One run in this process: the result's cost, gradients, verdict and errors."""
     import numpy as np
 
@@ -61,7 +61,7 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
     model, args = model_and_data(family, d)
     t = from_numpyro(model, *args)
     row = {"family": family, "d": t.dim, "asked_d": d, "method": method, "seed": seed,
-           "window": window, "tol": tol, "forced_family": vi_family}
+           "window": window, "tol": tol, "forced_family": vi_family, "dtype": dtype}
     if method == "fit":
         from inertia.vi import fit
 
@@ -72,16 +72,19 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
             kw["rank"] = rank
         if window is not None:
             kw["window"] = window
-        r = fit(t, seed=seed, family=vi_family, **kw)
+        r = fit(t, seed=seed, family=vi_family, dtype=dtype, **kw)
         fam = getattr(r, "family", None) or {}
         h = r.history
-        row.update(gaussian_family=fam.get("name", "full-rank"), vi_method=r.method,
+        row.update(gaussian_family=fam.get("name", "full-rank"), rank=fam.get("rank"),
+                   vi_method=r.method,
                    gradients=int(h["grad_evals"][-1]), hvps=int(h["hvp_evals"][-1]),
                    updates=int(r.num_steps), plateau_step=(r.stopped or {}).get("step"),
                    F_hat=float(np.ravel(h["objective_estimate"][-1])[0]),
                    F_hat_stderr=float(np.ravel(h["objective_stderr"][-1])[0]),
                    khat=(r.quality or {}).get("khat"), verdict=r.verdict.line(),
-                   converged=bool(r.converged), events=[e.get("event") for e in r.events])
+                   converged=bool(r.converged), events=[e.get("event") for e in r.events],
+                   trace=[[int(st), float(np.ravel(f)[0]), float(np.ravel(e)[0])] for st, f, e in
+                          zip(h["step"], h["objective_estimate"], h["objective_stderr"])])
         mean = np.asarray(r.mean, np.float64)
         cov = r.cov
         sd = np.sqrt(cov.diagonal() if hasattr(cov, "diagonal") and not isinstance(
@@ -92,7 +95,7 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
         if moments:
             os.makedirs(moments, exist_ok=True)
             tag = row["gaussian_family"] + (f"_r{rank}" if rank else "") + (
-                f"_w{window}" if window else "") + (
+                f"_w{window}" if window else "") + ("_f32" if dtype == "float32" else "") + (
                 f"_n{num_steps}" if tol is None else "")
             np.savez(os.path.join(moments, f"{family}_{d}_{tag}_s{seed}.npz"), mean=mean, sd=sd)
     else:
@@ -110,16 +113,19 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
 
 
 def report(path, plot=None):
-    """The fits of a JSONL file as a markdown table (and a plot of gradients, wall time and the
-    median sd error against d, per model family and Gaussian family)."""
+    """The fits of a JSONL file as a markdown table (and a plot of gradients to convergence, time per
+    gradient and the median sd error against d, per model family and Gaussian family)."""
     import numpy as np
 
     rows = [json.loads(ln) for ln in open(path) if ln.strip()]
     rows = [r for r in rows if r.get("method") == "fit" and "error" not in r]
-    print("| model | d | Gaussian family | window | seed | updates (plateau) | gradients (+ HVPs) "
-          "| verdict | k-hat | F_hat | mean err max / median (ref sd) | sd err max / median "
-          "| ms per gradient | wall s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    def f(v, spec):
+        return "-" if v is None else format(v, spec)
+
+    print("| model | d | Gaussian family | rank | dtype | window | seed | updates (plateau) "
+          "| gradients (+ HVPs) | verdict | k-hat | F_hat | mean err max / median (ref sd) "
+          "| sd err max / median | ms per gradient | compile s | wall s | peak RSS MB | note |")
+    print("|" + "---|" * 19)
     for r in sorted(rows, key=lambda r: (r["family"], r["d"], r.get("gaussian_family", ""),
                                          r.get("window") or 10, r.get("seed", 0))):
         e = r.get("errors") or {}
@@ -127,13 +133,19 @@ def report(path, plot=None):
                f"{e['sd_err_max']:.3f} / {e['sd_err_median']:.3f}") if "mean_err_max" in e \
             else "- | -"
         c = r.get("cost") or {}
-        print(f"| {r['family']} | {r['d']} | {r.get('gaussian_family')} | {r.get('window') or 10} "
-              f"| {r.get('seed', 0)} | {r['updates']:,} ({r.get('plateau_step')}) | "
-              f"{r['gradients']:,} (+ {r.get('hvps', 0):,}) | "
+        spg, rss = c.get("seconds_per_gradient"), c.get("peak_rss_bytes")
+        upd = "-" if r.get("updates") is None else \
+            f"{r['updates']:,} ({f(r.get('plateau_step'), 'd')})"
+        print(f"| {r['family']} | {r['d']} | {r.get('gaussian_family')} | {r.get('rank') or '-'} "
+              f"| {r.get('dtype', 'float64')} | "
+              f"{(r.get('window') or 10) if r.get('gaussian_family') == 'factor' else '-'} | "
+              f"{r.get('seed', 0)} | "
+              f"{upd} | {r['gradients']:,} (+ {r.get('hvps') or 0:,}) | "
               f"{'converged' if r['converged'] else 'NOT CONVERGED'} | "
-              f"{r['khat']:.2f} | {r['F_hat']:.1f} | {err} | "
-              f"{1e3 * c.get('seconds_per_gradient', float('nan')):.2f} | "
-              f"{r['wall_seconds']:.0f} |")
+              f"{f(r.get('khat'), '.2f')} | {f(r.get('F_hat'), '.1f')} | {err} | "
+              f"{f(None if spg is None else 1e3 * spg, '.2f')} | "
+              f"{f(c.get('compile_seconds'), '.0f')} | {f(r.get('wall_seconds'), '.0f')} | "
+              f"{f(None if rss is None else rss / 2**20, '.0f')} | {r.get('note', '')} |")
     if plot:
         import matplotlib
 
@@ -144,16 +156,20 @@ def report(path, plot=None):
         marks = {"hier": "o", "field": "s", "glmm": "^"}
         colours = {"factor": "C0", "full-rank": "C3"}
         for r in rows:
-            if (r.get("window") or 10) != 10:
-                continue
+            if (r.get("window") or 10) != 10 or r.get("note", "").startswith("averaging fixed"):
+                continue  # the default settings only
             kw = dict(marker=marks.get(r["family"], "x"), color=colours.get(
                 r.get("gaussian_family"), "k"), alpha=0.8, linestyle="none")
-            axes[0].plot(r["d"], r["gradients"], **kw)
-            axes[1].plot(r["d"], r["wall_seconds"], **kw)
+            if r["converged"]:
+                axes[0].plot(r["d"], r["gradients"], **kw)
+            spg = (r.get("cost") or {}).get("seconds_per_gradient")
+            if spg:
+                axes[1].plot(r["d"], 1e3 * spg, **kw)
             e = r.get("errors") or {}
             if "sd_err_median" in e:
                 axes[2].plot(r["d"], e["sd_err_median"], **kw)
-        for ax, lab in zip(axes, ["gradients to the end of the run", "first-run wall s (loaded)",
+        for ax, lab in zip(axes, ["gradients to convergence",
+                                  "ms per gradient (2 shared cores, loaded)",
                                   "median |sd / NUTS sd - 1|"]):
             ax.set_xscale("log")
             ax.set_yscale("log")
@@ -187,6 +203,8 @@ def main(argv=None):
     p.add_argument("--out", default=os.path.join(HERE, "results", "scale_vi.jsonl"))
     p.add_argument("--moments", default=MOMENTS)
     p.add_argument("--timeout", type=float, default=3600.0)
+    p.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                   help="the fit's update dtype")
     p.add_argument("--report", metavar="JSONL", help="print a saved run's table (no runs)")
     p.add_argument("--plot", help="with --report: save the plot here")
     p.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
@@ -197,7 +215,7 @@ def main(argv=None):
         return 0
     if a.one:
         row = one(a.families[0], a.dims[0], a.methods[0], a.vi_family, a.seeds[0], a.num_steps,
-                  tol, a.rank, a.moments, a.window)
+                  tol, a.rank, a.moments, a.window, a.dtype)
         print(json.dumps(row, default=str))
         return 0
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
@@ -208,7 +226,7 @@ def main(argv=None):
                     env = dict(os.environ, INERTIA_JAX_CACHE="off", JAX_COMPILATION_CACHE_DIR="")
                     cmd = [sys.executable, __file__, "--one", "--families", fam, "--dims", str(d),
                            "--methods", m, "--seeds", str(seed), "--tol", a.tol,
-                           "--moments", a.moments]
+                           "--moments", a.moments, "--dtype", a.dtype]
                     for flag, val in (("--family", a.vi_family), ("--rank", a.rank),
                                       ("--num-steps", a.num_steps), ("--window", a.window)):
                         if val is not None:
