@@ -156,7 +156,8 @@ def report(path, plot=None):
         marks = {"hier": "o", "field": "s", "glmm": "^"}
         colours = {"factor": "C0", "full-rank": "C3"}
         for r in rows:
-            if (r.get("window") or 10) != 10 or r.get("note", "").startswith("averaging fixed"):
+            if (r.get("window") or 10) != 10 or r.get("note", "").startswith("averaging fixed") \
+                    or r.get("dtype", "float64") != "float64":
                 continue  # the default settings only
             kw = dict(marker=marks.get(r["family"], "x"), color=colours.get(
                 r.get("gaussian_family"), "k"), alpha=0.8, linestyle="none")
