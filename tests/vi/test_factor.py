@@ -199,7 +199,7 @@ def test_factor_fit_in_float32():
         fit_factor(t, mu, np.ones(40), dtype="float16")
 
 
-@pytest.mark.slow  # two runs at d = 1000 (~20 s unloaded): the averaging's shortfall shows at large d
+@pytest.mark.slow  # two runs at d = 1000 (70 s on 2 loaded cores): the shortfall needs a large d
 def test_averaging_runs_until_the_average_plateaus():
     """Target N(mu, B B^T + D^2) at d = 1000, rank 2 (the family's optimum is the target): the
     constant-step iterates plateau at their noise floor after ~1000 updates; averaging for only as
