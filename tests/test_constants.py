@@ -87,3 +87,13 @@ def test_calibrate_has_no_large_constants():
         found = large_constants(lambda: sgmcmc.calibrate("logistic", (X, y), batch_size=32,
                                                          num_steps=2000, seed=0))
     assert found == []
+
+
+def test_factor_family_fit_has_no_large_constants():
+    """The factor family's programs (its updates' scan, the objective's draws) take the data, the
+    start and the scales as arguments as well."""
+    from inertia.vi import fit
+
+    target = _glm(400, 33, 4)
+    assert large_constants(lambda: fit(target, family="factor", rank=4, num_steps=300,
+                                       quality=False)) == []

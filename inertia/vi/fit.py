@@ -78,7 +78,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                    or target.beta is None)
     num_steps, seeds = _steps_and_seeds(num_steps, opts, seed)
     res = _factor_fit(target, None if auto_method else method, opts, seeds, num_steps,
-                      batch_size, step_size, init, progress)
+                      batch_size, step_size, init, progress, dtype)
     if res is not None:  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
         res = _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
                       quality, meter)
@@ -141,7 +141,8 @@ def _steps_and_seeds(num_steps, opts, seed) -> tuple:
     return num_steps, seeds
 
 
-def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, init, progress):
+def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, init, progress,
+                dtype):
     """The factor-family fit (`vi.factor`) where `choose_family` picks it for this d; else None."""
     from .factor import choose_family, fit_family
 
@@ -155,7 +156,7 @@ def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, i
                          "takes no method (fit(target, family='factor'))")
     return fit_family(target, seeds=seeds, num_steps=num_steps, batch_size=batch_size,
                       step_size=step_size, init=check_init(target, init), opts=opts,
-                      progress=progress, why=why)
+                      progress=progress, why=why, dtype=dtype)
 
 
 def _with_cost(res, meter, programs):
