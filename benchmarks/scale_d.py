@@ -168,12 +168,26 @@ def _unconstrained(model, args, samples, chains):
     from jax.flatten_util import ravel_pytree
     from numpyro.infer.util import unconstrain_fn
 
-    def one(params):
-        return ravel_pytree(unconstrain_fn(model, args, {}, params))[0]
+    bound, arrays = data_as_arguments(model, args)
+
+    def one(params, arrays):
+        return ravel_pytree(unconstrain_fn(bound, arrays, {}, params))[0]
 
     flat = {k: np.asarray(v).reshape((-1,) + np.shape(v)[2:]) for k, v in samples.items()}
-    u = np.asarray(jax.jit(jax.vmap(one))(flat))
+    u = np.asarray(jax.jit(jax.vmap(one, in_axes=(0, None)))(flat, arrays))
     return u.reshape(chains, -1, u.shape[-1])
+
+
+def data_as_arguments(model, args):
+    """(model of the data arrays alone, those arrays): the trailing sizes (Python ints, which
+    set shapes) bound, so that a compiled program can take every array as an argument."""
+    n = next((i for i, a in enumerate(args) if isinstance(a, int)), len(args))
+    sizes = tuple(args[n:])
+
+    def bound(*arrays):
+        return model(*arrays, *sizes)
+
+    return bound, tuple(args[:n])
 
 
 def run_nuts(dense, model, args, warmup=1000, draws=1000, chains=4, seed=0):
@@ -181,12 +195,16 @@ def run_nuts(dense, model, args, warmup=1000, draws=1000, chains=4, seed=0):
     import numpy as np
     from numpyro.infer import MCMC, NUTS
 
-    mcmc = MCMC(NUTS(model, dense_mass=dense), num_warmup=warmup, num_samples=draws,
-                num_chains=chains, chain_method="sequential", progress_bar=False)
+    # jit_model_args: the data are arguments of NumPyro's compiled programs, not constants that
+    # XLA folds (its strongest setting at large d)
+    bound, arrays = data_as_arguments(model, args)
+    mcmc = MCMC(NUTS(bound, dense_mass=dense), num_warmup=warmup, num_samples=draws,
+                num_chains=chains, chain_method="sequential", progress_bar=False,
+                jit_model_args=True)
     key = jax.random.PRNGKey(seed)
-    mcmc.warmup(key, *args, extra_fields=("num_steps",), collect_warmup=True)
+    mcmc.warmup(key, *arrays, extra_fields=("num_steps",), collect_warmup=True)
     warm = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
-    mcmc.run(jax.random.PRNGKey(seed + 1), *args, extra_fields=("num_steps",))
+    mcmc.run(jax.random.PRNGKey(seed + 1), *arrays, extra_fields=("num_steps",))
     samp = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
     ess, rhat, mom = _summary(_unconstrained(model, args, mcmc.get_samples(group_by_chain=True),
                                              chains))
