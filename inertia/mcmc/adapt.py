@@ -476,7 +476,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
     mode, grads = _lbfgs(jitted(target, "value_and_grad"), x0, 2000)
-    fr = frames.start_frame(target, mode, seed=seed)
+    fr = frames.start_frame(target, mode, seed=seed).padded()  # one program for every frame
     g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
     decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
     fit_grads = grads + 1 + 2 * frames.PROBES
@@ -498,22 +498,19 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
     chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
     x_last = fr.to_x(np.asarray(state.position))
-    fr = frames.from_draws(fr, zs, kind)
+    fr = frames.from_draws(fr, zs, kind).padded()
     tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept)]
-    if kind == "auto" and fr.U is not None:  # the same stage 2 without the directions
+    if kind == "auto" and fr.rank():  # the same stage 2 without the directions
         tried.append(_frame_trial(method, target, fr.without_directions(), x_last, keys, h1,
                                   target_accept))
     best = frames.cheaper(tried)
     fr, vg, state, stage, choice, lam = (best[k] for k in ("frame", "vg", "state", "stage",
                                                             "choice", "lam"))
-    if fr.U is not None and not np.any(fr.root):  # the diagonal won: its own O(d) program
-        fr = frames.Frame(fr.mean, fr.scale)
-        vg = frames.frame_value_and_grad(target, fr)
     chain_grads += sum(t["grads"] for t in tried)
     state, params, stages, g, accept = _settle(method, vg, state, keys, choice, stage,
                                                target_accept)
     chain_grads += g
-    kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.U is not None else "diagonal frame"
+    kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
     why = (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)
     if len(tried) > 1:
         why += "; " + frames.describe_trial(tried)
@@ -549,8 +546,7 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
             "grads": g + int(np.shape(x)[0]), "step_size": float(h2),
-            "kind": "diagonal" if fr.U is None or not np.any(fr.root) else "low-rank",
-            "rank": fr.rank() if fr.U is not None and np.any(fr.root) else 0,
+            "kind": fr.kind, "rank": fr.rank(),
             "predicted_grads_per_ess": float(choice["grads_per_ess"])}
 
 

@@ -54,7 +54,7 @@ class Frame:
 
     @property
     def kind(self) -> str:
-        return "diagonal" if self.U is None else "low-rank"
+        return "low-rank" if self.rank() else "diagonal"
 
     def tree_flatten(self):
         return (self.mean, self.scale, self.U, self.root), None
@@ -89,7 +89,20 @@ class Frame:
         return Frame(self.mean, self.scale, self.U, None if self.U is None else 0.0 * self.root)
 
     def rank(self) -> int:
-        return 0 if self.U is None else int(np.shape(self.U)[1])
+        """The number of stretched directions (padding columns, root 0, not counted)."""
+        return 0 if self.U is None else int(np.count_nonzero(np.asarray(self.root)))
+
+    def padded(self, rank: int = MAX_RANK) -> "Frame":
+        """The same frame with U of `rank` columns, the added ones zero with root 0: every frame
+        of the warm-up and of sampling then has the same shapes, so one compiled program of the
+        chains (and one of their start) serves them all."""
+        d = np.shape(self.scale)[0]
+        U = np.zeros((d, rank))
+        root = np.zeros(rank)
+        if self.U is not None:
+            k = np.shape(self.U)[1]
+            U[:, :k], root[:k] = np.asarray(self.U), np.asarray(self.root)
+        return Frame(self.mean, self.scale, U, root)
 
     def on_device(self) -> "Frame":
         """The frame with float64 device arrays (an argument of the compiled chains)."""
