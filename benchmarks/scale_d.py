@@ -11,8 +11,9 @@ Runs (each in a fresh process, float64 enabled explicitly in the peers' processe
 - "sample": `inertia.mcmc.sample(target)` (default: run until R-hat <= 1.01 and bulk ESS >= 400);
   "sample-low-rank": the same with the frame forced low-rank (`frame="low-rank"`) at every d;
 - "fit": `inertia.vi.fit(target)` (automatic mode);
-- "nuts-diag" / "nuts-dense": NumPyro NUTS, 4 chains x (1,000 warm-up + 1,000 draws), sequential;
-  dense only up to --max-dense-d;
+- "nuts-diag" / "nuts-dense": NumPyro NUTS, 4 chains x (1,000 warm-up + 1,000 draws), sequential,
+  the data arrays arguments of its compiled programs (`jit_model_args=True`, the sizes bound), not
+  constants XLA folds; dense only up to --max-dense-d;
 - "mclmc": BlackJAX MCLMC, 4 chains (vmapped), 2,000 tuning steps (`mclmc_find_L_and_step_size`,
   diagonal preconditioning) + 2,000 draws each; 2 gradients per step (isokinetic McLachlan);
 - "reference": a long NumPyro NUTS run (diagonal mass, 4 chains x (1,000 warm-up + 5,000 draws),
