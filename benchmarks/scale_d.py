@@ -145,6 +145,7 @@ def run_inertia(method, model, args):
         steps = int(np.sum(r.grad_evals)) if np.ndim(r.grad_evals) else int(r.grad_evals)
         return {"grads": int(r.total_grad_evals), "ess": ess, "rhat": rhat,
                 "converged": bool(r.converged), "frame": r.tuning.get("precondition"),
+                "frames_tried": r.tuning.get("fit", {}).get("frames_tried"),
                 "sampling_grads_per_chain": steps}, mom
     from inertia.vi import fit
 
