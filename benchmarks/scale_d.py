@@ -11,8 +11,9 @@ Runs (each in a fresh process, float64 enabled explicitly in the peers' processe
 - "sample": `inertia.mcmc.sample(target)` (default: run until R-hat <= 1.01 and bulk ESS >= 400);
   "sample-low-rank": the same with the frame forced low-rank (`frame="low-rank"`) at every d;
 - "fit": `inertia.vi.fit(target)` (automatic mode);
-- "nuts-diag" / "nuts-dense": NumPyro NUTS, 4 chains x (1,000 warm-up + 1,000 draws), sequential;
-  dense only up to --max-dense-d;
+- "nuts-diag" / "nuts-dense": NumPyro NUTS, 4 chains x (1,000 warm-up + 1,000 draws), sequential,
+  the data arrays arguments of its compiled programs (`jit_model_args=True`, the sizes bound), not
+  constants XLA folds; dense only up to --max-dense-d;
 - "mclmc": BlackJAX MCLMC, 4 chains (vmapped), 2,000 tuning steps (`mclmc_find_L_and_step_size`,
   diagonal preconditioning) + 2,000 draws each; 2 gradients per step (isokinetic McLachlan);
 - "reference": a long NumPyro NUTS run (diagonal mass, 4 chains x (1,000 warm-up + 5,000 draws),
@@ -144,6 +145,7 @@ def run_inertia(method, model, args):
         steps = int(np.sum(r.grad_evals)) if np.ndim(r.grad_evals) else int(r.grad_evals)
         return {"grads": int(r.total_grad_evals), "ess": ess, "rhat": rhat,
                 "converged": bool(r.converged), "frame": r.tuning.get("precondition"),
+                "frames_tried": r.tuning.get("fit", {}).get("frames_tried"),
                 "sampling_grads_per_chain": steps}, mom
     from inertia.vi import fit
 
@@ -168,12 +170,26 @@ def _unconstrained(model, args, samples, chains):
     from jax.flatten_util import ravel_pytree
     from numpyro.infer.util import unconstrain_fn
 
-    def one(params):
-        return ravel_pytree(unconstrain_fn(model, args, {}, params))[0]
+    bound, arrays = data_as_arguments(model, args)
+
+    def one(params, arrays):
+        return ravel_pytree(unconstrain_fn(bound, arrays, {}, params))[0]
 
     flat = {k: np.asarray(v).reshape((-1,) + np.shape(v)[2:]) for k, v in samples.items()}
-    u = np.asarray(jax.jit(jax.vmap(one))(flat))
+    u = np.asarray(jax.jit(jax.vmap(one, in_axes=(0, None)))(flat, arrays))
     return u.reshape(chains, -1, u.shape[-1])
+
+
+def data_as_arguments(model, args):
+    """(model of the data arrays alone, those arrays): the trailing sizes (Python ints, which
+    set shapes) bound, so that a compiled program can take every array as an argument."""
+    n = next((i for i, a in enumerate(args) if isinstance(a, int)), len(args))
+    sizes = tuple(args[n:])
+
+    def bound(*arrays):
+        return model(*arrays, *sizes)
+
+    return bound, tuple(args[:n])
 
 
 def run_nuts(dense, model, args, warmup=1000, draws=1000, chains=4, seed=0):
@@ -181,12 +197,16 @@ def run_nuts(dense, model, args, warmup=1000, draws=1000, chains=4, seed=0):
     import numpy as np
     from numpyro.infer import MCMC, NUTS
 
-    mcmc = MCMC(NUTS(model, dense_mass=dense), num_warmup=warmup, num_samples=draws,
-                num_chains=chains, chain_method="sequential", progress_bar=False)
+    # jit_model_args: the data are arguments of NumPyro's compiled programs, not constants that
+    # XLA folds (its strongest setting at large d)
+    bound, arrays = data_as_arguments(model, args)
+    mcmc = MCMC(NUTS(bound, dense_mass=dense), num_warmup=warmup, num_samples=draws,
+                num_chains=chains, chain_method="sequential", progress_bar=False,
+                jit_model_args=True)
     key = jax.random.PRNGKey(seed)
-    mcmc.warmup(key, *args, extra_fields=("num_steps",), collect_warmup=True)
+    mcmc.warmup(key, *arrays, extra_fields=("num_steps",), collect_warmup=True)
     warm = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
-    mcmc.run(jax.random.PRNGKey(seed + 1), *args, extra_fields=("num_steps",))
+    mcmc.run(jax.random.PRNGKey(seed + 1), *arrays, extra_fields=("num_steps",))
     samp = int(np.sum(mcmc.get_extra_fields()["num_steps"]))
     ess, rhat, mom = _summary(_unconstrained(model, args, mcmc.get_samples(group_by_chain=True),
                                              chains))

@@ -2,7 +2,8 @@
 compiles: every program XLA compiles during a run is scanned for HLO constants of more than
 MAX_ELEMENTS elements (closed-over data, whitening factors, starts), which XLA would embed in the
 program and fold at compile time (a d x d product at d = 1,000 takes its constant folder ~40 s).
-Cost: ~25 s on one core (a fit and a sample at d = 33 with 400 rows, a 2,000-step calibration).
+Cost: ~35 s on one core (a fit and two samples at d = 33 with 400 rows, a 2,000-step
+calibration).
 """
 import re
 
@@ -74,6 +75,15 @@ def test_sample_has_no_large_constants():
 
     target = _glm(410, 33, 2)
     assert large_constants(lambda: sample(target, num_steps=200)) == []
+
+
+def test_sample_in_a_scaled_frame_has_no_large_constants():
+    """The large-d warm-up (Hessian probes, start, chains in the padded low-rank frame: d x 16
+    directions, data 410 x 33): every array an argument."""
+    from inertia.mcmc import sample
+
+    target = _glm(410, 33, 4)
+    assert large_constants(lambda: sample(target, num_steps=200, frame="low-rank")) == []
 
 
 def test_calibrate_has_no_large_constants():

@@ -487,7 +487,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
     mode, grads = _lbfgs(jitted(target, "value_and_grad"), x0, 2000)
-    fr = frames.start_frame(target, mode, seed=seed)
+    fr = frames.start_frame(target, mode, seed=seed).padded()  # one program for every frame
     g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
     decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
     fit_grads = grads + 1 + 2 * frames.PROBES
@@ -508,22 +508,27 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     zs = np.swapaxes(np.asarray(z1)[STAGE1 // 2:], 0, 1)
     acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
     chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
-    start = fr
-    fr = frames.from_draws(fr, zs, kind)
-    vg = frames.frame_value_and_grad(target, fr)
-    state = _start(method, vg, fr.to_z(start.to_x(np.asarray(state.position))), keys["restart"])
-    chain_grads += num_chains
-    state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
-                                      target_accept, keep=True)
-    chain_grads += g
-    lam = 1.0 / frames.eigenvalues(w2)
-    choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
+    x_last = fr.to_x(np.asarray(state.position))
+    fr = frames.from_draws(fr, zs, kind).padded()
+    tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept)]
+    if kind == "auto" and fr.rank():  # the same stage 2 without the directions
+        tried.append(_frame_trial(method, target, fr.without_directions(), x_last, keys, h1,
+                                  target_accept))
+    best = frames.cheaper(tried)
+    fr, vg, state, stage, choice, lam = (best[k] for k in ("frame", "vg", "state", "stage",
+                                                            "choice", "lam"))
+    chain_grads += sum(t["grads"] for t in tried)
     state, params, stages, g, accept = _settle(method, vg, state, keys, choice, stage,
                                                target_accept)
     chain_grads += g
-    kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.U is not None else "diagonal frame"
+    kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
+    why = (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)
+    if len(tried) > 1:
+        why += "; " + frames.describe_trial(tried)
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
-            "why": (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)}
+            "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size",
+                                                            "predicted_grads_per_ess")}
+                                         for t in tried]}
     fit = GaussianFit(fr.mean, fr, kind_name, fit_grads, info)
     report = {
         "kind": "adaptation", "precondition": kind_name,
@@ -536,6 +541,24 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
         "chain_grad_evals": chain_grads, "grad_evals": int(fit_grads + chain_grads),
     }
     return frames.whiten(target, fr), fit, params, state, vg, report
+
+
+def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
+    """Stage 2 in frame `fr` from the chains at x (restarted there), and the trajectory rule on its
+    draws' denoised spectrum: the frame's predicted gradients per effective sample at its tuned
+    step size (`choose_trajectory`), with what the warm-up continues from."""
+    vg = frames.frame_value_and_grad(target, fr)
+    from .start import start as _start
+
+    state = _start(method, vg, fr.to_z(x), keys["restart"])
+    state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
+                                      target_accept, keep=True)
+    lam = 1.0 / frames.eigenvalues(w2)
+    choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
+    return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
+            "grads": g + int(np.shape(x)[0]), "step_size": float(h2),
+            "kind": fr.kind, "rank": fr.rank(),
+            "predicted_grads_per_ess": float(choice["grads_per_ess"])}
 
 
 def describe_adaptation(t: dict) -> str:

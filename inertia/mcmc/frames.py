@@ -14,7 +14,14 @@ stage-1 warm-up draws then set s by their per-coordinate variance and, after tha
 eigen-directions of their covariance whose eigenvalue lies above the Marchenko-Pastur bulk of an
 identity covariance (for the draws' effective number, their lag-1 autocorrelation read as
 AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
-Baik & Silverstein 2006) become U: "low-rank" when there is at least one, else "diagonal".
+Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual averaging of the
+step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal
+one (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts
+each frame's gradients per effective sample from its own stage-2 step size, acceptance and
+draws' denoised spectrum; the cheaper is kept (low-rank on a tie). Directions that the draws
+show but the target's geometry does not reward (a transient of the early warm-up, or a
+covariance direction along which the local curvature is much higher than its variance implies,
+as in hierarchical models) cost the low-rank frame its step size, and the diagonal frame wins.
 The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not finite (the start
 frame's scale of a nearly flat coordinate, e.g. a group scale whose log is driven far down at a
 hierarchical model's MAP, can reach overflow) moves halfway to the MAP until it is finite.
@@ -47,7 +54,7 @@ class Frame:
 
     @property
     def kind(self) -> str:
-        return "diagonal" if self.U is None else "low-rank"
+        return "low-rank" if self.rank() else "diagonal"
 
     def tree_flatten(self):
         return (self.mean, self.scale, self.U, self.root), None
@@ -76,8 +83,26 @@ class Frame:
             return w
         return self._inner(w, 1.0 / (1.0 + self.root) - 1.0)
 
+    def without_directions(self) -> "Frame":
+        """The same frame with every direction's stretch 0 (F = diag(s)): the diagonal frame in
+        the low-rank frame's program (same shapes, one compilation)."""
+        return Frame(self.mean, self.scale, self.U, None if self.U is None else 0.0 * self.root)
+
     def rank(self) -> int:
-        return 0 if self.U is None else int(np.shape(self.U)[1])
+        """The number of stretched directions (padding columns, root 0, not counted)."""
+        return 0 if self.U is None else int(np.count_nonzero(np.asarray(self.root)))
+
+    def padded(self, rank: int = MAX_RANK) -> "Frame":
+        """The same frame with U of `rank` columns, the added ones zero with root 0: every frame
+        of the warm-up and of sampling then has the same shapes, so one compiled program of the
+        chains (and one of their start) serves them all."""
+        d = np.shape(self.scale)[0]
+        U = np.zeros((d, rank))
+        root = np.zeros(rank)
+        if self.U is not None:
+            k = np.shape(self.U)[1]
+            U[:, :k], root[:k] = np.asarray(self.U), np.asarray(self.root)
+        return Frame(self.mean, self.scale, U, root)
 
     def on_device(self) -> "Frame":
         """The frame with float64 device arrays (an argument of the compiled chains)."""
@@ -186,6 +211,24 @@ def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK) ->
         return out
     lam = spiked_eigenvalue(ell[keep], c)
     return Frame(out.mean, out.scale, vt[keep].T, np.sqrt(lam) - 1.0)
+
+
+def cheaper(trials):
+    """The trial (dicts with "predicted_grads_per_ess", the first the low-rank frame) with the
+    fewest predicted gradients per effective sample; the first (low-rank) on a tie."""
+    return min(trials, key=lambda t: t["predicted_grads_per_ess"])
+
+
+def describe_trial(trials) -> str:
+    """One clause: the frames tried and their predicted cost, and which was kept."""
+    best = cheaper(trials)
+    def one(t):
+        rank = f" (rank {t['rank']})" if t["rank"] else ""
+        return (f"{t['kind']}{rank}: h = {t['step_size']:.3g}, "
+                f"{t['predicted_grads_per_ess']:.0f} gradients per ESS predicted")
+
+    return ("frames tried from the same stage-1 draws: " + "; ".join(map(one, trials))
+            + f"; {best['kind']} kept")
 
 
 def eigenvalues(z):

@@ -178,3 +178,72 @@ def test_spikes_survive_moderate_autocorrelation():
     out = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z)
     assert out.rank() == 2
     assert np.all(np.max(np.abs(out.U.T @ U), axis=0) > 0.8)
+
+
+def _warmup_keys(chains, d):
+    import jax
+
+    from inertia.mcmc.adapt import MAX_RAISES, _warmup_keys
+
+    with jax.enable_x64(True):
+        return {k: np.asarray(v) for k, v in
+                _warmup_keys(chains, d, MAX_RAISES)(jax.random.PRNGKey(0)).items()}
+
+
+def test_stretched_directions_keep_the_low_rank_frame():
+    """The automatic warm-up at d = 150 on N(0, C), C = diag(s)(I + U diag(99, 29) U^T) diag(s):
+    stage 1 finds the two directions, and the diagonal frame tried from the same draws is
+    predicted to cost more per effective sample (in it the trajectory must cross a direction
+    sqrt(100) = 10 times wider than the step allows: a Gaussian with kappa ~ 100 costs ~ 10 x one
+    with kappa ~ 1, far beyond the rule's noise), so low-rank is kept. Choosing the frame with the
+    higher prediction (the rule inverted) keeps the diagonal one and fails here."""
+    import jax
+
+    from inertia.mcmc import get_method
+    from inertia.mcmc.adapt import run_adaptation
+    from inertia.targets import gaussian
+
+    d = 150
+    rng = np.random.default_rng(0)
+    U = np.linalg.qr(rng.normal(size=(d, 2)))[0]
+    s = np.exp(rng.uniform(-1, 1, d))
+    C = np.diag(s) @ (np.eye(d) + U @ np.diag([99.0, 29.0]) @ U.T) @ np.diag(s)
+    with jax.enable_x64(True):
+        *_, report = run_adaptation(gaussian(np.zeros(d), np.linalg.inv(C)),
+                                    get_method("hfhr-exact"), 4, jax.random.PRNGKey(0))
+    tried = {t["kind"]: t for t in report["fit"]["frames_tried"]}
+    assert set(tried) == {"low-rank", "diagonal"} and tried["low-rank"]["rank"] >= 2
+    assert report["fit"]["frame"] == "low-rank"
+    assert (2 * tried["low-rank"]["predicted_grads_per_ess"]
+            < tried["diagonal"]["predicted_grads_per_ess"])
+
+
+def test_directions_the_target_lacks_give_the_diagonal_frame():
+    """Independent coordinates of heterogeneous scales (N(0, diag(s^2)), s over e^-2..e^2, d = 150)
+    in a frame that also stretches one random direction 100-fold in variance (what early,
+    non-stationary warm-up draws can show; a hierarchical model's funnel-like transient did): in
+    that frame the curvature along the direction is 100 and leapfrog is stable only for
+    h < 2 / sqrt(100) = 0.2, while in the diagonal frame (every curvature 1) dual averaging settles
+    near 0.4; the predicted cost follows, and the rule keeps the diagonal frame (the rule inverted
+    keeps low-rank)."""
+    import jax
+
+    from inertia.mcmc import get_method
+    from inertia.mcmc.adapt import TARGET_ACCEPT, _frame_trial
+    from inertia.targets import gaussian
+
+    d = 150
+    rng = np.random.default_rng(1)
+    s = np.exp(rng.uniform(-2, 2, d))
+    u = np.linalg.qr(rng.normal(size=(d, 1)))[0]
+    lowrank = frames.Frame(np.zeros(d), s, u, np.array([np.sqrt(100.0) - 1.0]))
+    keys = _warmup_keys(4, d)
+    x = s * rng.normal(size=(4, d))
+    with jax.enable_x64(True):
+        t = gaussian(np.zeros(d), np.diag(s ** -2.0))
+        m = get_method("hfhr-exact")
+        tried = [_frame_trial(m, t, fr, x, keys, 0.3, TARGET_ACCEPT)
+                 for fr in (lowrank, lowrank.without_directions())]
+    assert [t["kind"] for t in tried] == ["low-rank", "diagonal"]
+    assert tried[0]["step_size"] < 0.2 < tried[1]["step_size"]
+    assert frames.cheaper(tried)["kind"] == "diagonal"
