@@ -115,7 +115,6 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
 def report(path, plot=None):
     """The fits of a JSONL file as a markdown table (and a plot of gradients to convergence, time
     per gradient and the median sd error against d, per model family and Gaussian family)."""
-    import numpy as np
 
     rows = [json.loads(ln) for ln in open(path) if ln.strip()]
     rows = [r for r in rows if r.get("method") == "fit" and "error" not in r]

@@ -8,7 +8,6 @@ calibration).
 import re
 
 import numpy as np
-import pytest
 from jax._src import compiler
 
 MAX_ELEMENTS = 1000

@@ -33,7 +33,6 @@ import functools
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense NUTS there; at d = 303
