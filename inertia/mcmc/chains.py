@@ -62,9 +62,11 @@ def _keep(ok, new, old):
 
 
 @functools.lru_cache(maxsize=16)
-def program(method, flow: bool):
+def program(method, flow: bool, lean: bool = False):
     """jit of one block: (value_and_grad, Chains, key, Tuning) -> (Chains, averaged h,
-    (positions, info)) with positions (BLOCK, chains, d), NaN after a chain's non-finite step."""
+    (positions, info)) with positions (BLOCK, chains, d), NaN after a chain's non-finite step;
+    lean (static, the scaled frames' chains): the kernel skips the refresh normals at gamma = 0."""
+    extra = {"lean": True} if lean else {}
 
     def run(vg, chains: Chains, key, t: Tuning):
         nc = chains.keys.shape[0]
@@ -78,7 +80,8 @@ def program(method, flow: bool):
             keys = jnp.where(t.adapt, jax.random.split(jax.random.fold_in(key, i), nc),
                              split[:, 1])
             ckeys = jnp.where(t.adapt, ch.keys, split[:, 0])
-            new, info = jax.vmap(lambda k, s: method.step(k, s, coeffs, vg, flow=flow))(
+            new, info = jax.vmap(lambda k, s: method.step(k, s, coeffs, vg, flow=flow,
+                                                           **extra))(
                 keys, ch.state)
             ok = info.is_finite & (ch.diverged_at == 0)
             div = jnp.where((ch.diverged_at == 0) & ~info.is_finite, ch.count + 1,
@@ -126,12 +129,15 @@ def sampling(params: Params, num_iters: int) -> Tuning:
 
 def run_block(method, vg, chains: Chains, key, t: Tuning):
     """One block; records trimmed to the iterations run. flow is on only where alpha > 0; `key`
-    (warm-up's per-iteration keys) may be None in sampling mode."""
+    (warm-up's per-iteration keys) may be None in sampling mode. The chains of a scaled frame
+    (`frames.is_scaled`) run the lean program."""
     flow = bool(float(t.alpha) > 0.0)
     n = int(t.num_iters)
     if not 0 <= n <= BLOCK:
         raise ValueError(f"a block runs at most {BLOCK} iterations, got {n}")
     if key is None:
         key = np.zeros(2, dtype=np.uint32)
-    chains, h, (pos, info) = program(method, flow)(vg, chains, key, t)
+    from .frames import is_scaled
+
+    chains, h, (pos, info) = program(method, flow, is_scaled(vg))(vg, chains, key, t)
     return chains, h, jax.tree_util.tree_map(lambda a: np.asarray(a)[:n], (pos, info))

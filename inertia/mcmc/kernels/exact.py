@@ -103,15 +103,24 @@ def flow_step(key, q, v, g, eps, value_and_grad):
             jnp.minimum(1.0, jnp.exp(log_r)))
 
 
-def langevin_trajectory(key, q, p, v, g, c: Coefficients, num_steps, value_and_grad):
+def langevin_trajectory(key, q, p, v, g, c: Coefficients, num_steps, value_and_grad,
+                        lean: bool = False):
     """K leapfrog steps with partial refreshes between them; returns the end point, the summed
-    leapfrog energy error, whether it diverged, and the gradients spent."""
+    leapfrog energy error, whether it diverged, and the gradients spent. lean=True (static) draws
+    the refresh normals only when gamma > 0 (a branch on the chains' shared gamma): the same
+    numbers up to rounding, without d normals per leapfrog step of plain HMC."""
     h = c.step_size
+
+    def refresh(k, p):
+        xi = jax.random.normal(jax.random.fold_in(key, k), p.shape, dtype=jnp.float64)
+        return jnp.where(k > 0, c.eta * p + c.noise * xi, p)  # O between leapfrog steps
 
     def body(carry):
         k, q, p, v, g, dh, _ = carry
-        xi = jax.random.normal(jax.random.fold_in(key, k), p.shape, dtype=jnp.float64)
-        p = jnp.where(k > 0, c.eta * p + c.noise * xi, p)  # O between leapfrog steps
+        if lean:
+            p = jax.lax.cond(c.noise > 0, refresh, lambda k, p: p, k, p)
+        else:
+            p = refresh(k, p)
         e0 = v + 0.5 * jnp.sum(p**2)
         p = p - 0.5 * h * g
         q = q + h * p
@@ -129,10 +138,11 @@ def langevin_trajectory(key, q, p, v, g, c: Coefficients, num_steps, value_and_g
     return q, p, v, g, dh, bad, k
 
 
-def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool = True):
+def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool = True,
+         lean: bool = False):
     """One iteration: refresh, gradient-flow MALA step (alpha > 0), Langevin trajectory + test.
     flow=False (static) leaves the flow step out of the program: the same numbers at alpha = 0,
-    and half the code to compile."""
+    and half the code to compile; lean (static): `langevin_trajectory`'s."""
     k_p, k_flow, k_len, k_traj, k_u = jax.random.split(rng_key, 5)
     q, v, g = state.position, state.potential, state.grad
     p0 = jax.random.normal(k_p, q.shape, dtype=jnp.float64)
@@ -146,7 +156,8 @@ def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool
         flow_acc = jnp.float64(1.0)
     n = trajectory_length(jax.random.uniform(k_len, dtype=jnp.float64), c.num_leapfrog,
                           c.length_spread)
-    q1, p1, v1, g1, dh, bad, used = langevin_trajectory(k_traj, q, p0, v, g, c, n, value_and_grad)
+    q1, p1, v1, g1, dh, bad, used = langevin_trajectory(k_traj, q, p0, v, g, c, n, value_and_grad,
+                                                  lean)
     log_r = jnp.where(bad, -jnp.inf, -dh)
     acc = jnp.log(jax.random.uniform(k_u, dtype=jnp.float64)) < log_r
     new = ExactState(jnp.where(acc, q1, q), jnp.where(acc, p1, -p0), jnp.where(acc, g1, g),
