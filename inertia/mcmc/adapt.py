@@ -480,12 +480,13 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     by its draws, stage 2, then the trajectory rule on the draws' denoised spectrum and the
     divergence raises of the dense warm-up."""
     from ..targets.base import jitted
+    from ..targets.mode import map_estimate
     from .start import start as _start
     from .warmup import GaussianFit
 
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
-    mode, grads = frames.map_estimate(target, x0)
+    mode, grads = map_estimate(target, x0)
     fr = frames.start_frame(target, mode, seed=seed).padded()  # one program for every frame
     g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
     decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric

@@ -41,8 +41,6 @@ MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
-MAP_RESTARTS = 10  # L-BFGS restarts of the MAP search (fresh memory) while a run still lowers V
-MAP_GAIN = 1e-6  # nats: a run lowering V by less ends the MAP search
 
 
 @jax.tree_util.register_pytree_node_class
@@ -137,32 +135,6 @@ def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
     fn = jit(lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M))
     HV = np.asarray(fn(np.asarray(x, np.float64), V), dtype=np.float64)
     return np.mean(V * HV, axis=1)
-
-
-def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS):
-    """(MAP, gradient evaluations) by L-BFGS restarted from its end point with fresh memory while a
-    run lowers V by more than MAP_GAIN nats: L-BFGS-B also stops when one iteration barely lowers
-    V (relative reduction <= ftol), which a non-centred hierarchical model meets far from the mode
-    while a group scale collapses (a Poisson GLMM at d = 1,000: V = 10,558 there, 7,889 at the
-    mode), and a start frame from the Hessian there is wrong by orders of magnitude."""
-    from .._compile import device
-    from ..targets.base import jitted
-    from ..targets.mode import _lbfgs
-
-    vg = jitted(target, "value_and_grad")
-    x, grads = _lbfgs(vg, np.asarray(x0, np.float64), max_iter)
-    v = float(vg(device(x, np.float64))[0])
-    grads += 1
-    for _ in range(restarts):
-        x1, g = _lbfgs(vg, x, max_iter)
-        v1 = float(vg(device(x1, np.float64))[0])
-        grads += g + 1
-        if not v1 < v - MAP_GAIN:
-            if v1 <= v:
-                x = x1
-            break
-        x, v = x1, v1
-    return x, grads
 
 
 def start_frame(target, mode, probes: int = PROBES, seed: int = 0) -> Frame:
@@ -316,5 +288,5 @@ def whiten(target, frame: Frame):
 
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
-           "finite_start", "is_scaled", "map_estimate", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
+           "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue"]

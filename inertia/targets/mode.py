@@ -55,6 +55,10 @@ class Mode:
     scale: Optional[np.ndarray] = None
 
 
+MAP_RESTARTS = 10  # L-BFGS restarts of the MAP search (fresh memory) while a run still lowers V
+MAP_GAIN = 1e-6  # nats: a run lowering V by less ends the MAP search
+
+
 def inverse_factor(H: np.ndarray) -> np.ndarray:
     """Lower-triangular C with C C^T = H^-1 from one Cholesky factorisation of the reversed H (no
     explicit inverse, no product to refactor: the accuracy of chol(H) at condition number kappa,
@@ -369,5 +373,27 @@ def _on_rays(target, mode, F, Z, ts, offsets=None):
     return potential_on_rows(target.potential, X.reshape(-1, d)).reshape(pts.shape[:2])
 
 
+def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS):
+    """(MAP, gradient evaluations) by L-BFGS restarted from its end point with fresh memory while a
+    run lowers V by more than MAP_GAIN nats: L-BFGS-B also stops when one iteration barely lowers
+    V (relative reduction <= ftol), which a non-centred hierarchical model meets far from the mode
+    while a group scale collapses (a Poisson GLMM at d = 1,000: V = 10,558 there, 7,889 at the
+    mode), and a start frame from the Hessian there is wrong by orders of magnitude."""
+    vg = jitted(target, "value_and_grad")
+    x, grads = _lbfgs(vg, np.asarray(x0, np.float64), max_iter)
+    v = float(vg(device(x, np.float64))[0])
+    grads += 1
+    for _ in range(restarts):
+        x1, g = _lbfgs(vg, x, max_iter)
+        v1 = float(vg(device(x1, np.float64))[0])
+        grads += g + 1
+        if not v1 < v - MAP_GAIN:
+            if v1 <= v:
+                x = x1
+            break
+        x, v = x1, v1
+    return x, grads
+
+
 __all__ = ["Mode", "find_mode", "RESTARTS", "inverse_factor", "probe_unbounded", "DENSE_MAX_DIM",
-           "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale"]
+           "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale", "map_estimate", "MAP_RESTARTS", "MAP_GAIN"]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from inertia.mcmc import frames
+from inertia.targets.mode import map_estimate
 
 
 def _spiked(d, lam, seed):
@@ -279,7 +280,7 @@ def _crossed_glmm(d, seed=0):
 
 
 def test_map_search_restarts_past_a_stalled_line_search():
-    """The scaled frames' MAP (`map_estimate`) on a crossed Poisson GLMM at d = 60 from the model's
+    """The scaled frames' MAP (`targets.mode.map_estimate`) on a crossed Poisson GLMM at d = 60 from the model's
     own start: one L-BFGS-B run stops on its relative-reduction test with max |grad V| ~ 50, V
     ~200 nats above the mode (the premise, asserted at > 1); the restarts reach a stationary point
     (max |grad V| < 1e-3, the restarts' own tolerance being 1e-6 nats of V) at least 10 nats lower,
@@ -291,8 +292,8 @@ def test_map_search_restarts_past_a_stalled_line_search():
     t = _crossed_glmm(60)
     x0 = np.asarray(t.info["init"], dtype=np.float64).reshape(t.dim)
     vg = jitted(t, "value_and_grad")
-    one, _ = frames.map_estimate(t, x0, restarts=0)
-    x, grads = frames.map_estimate(t, x0)
+    one, _ = map_estimate(t, x0, restarts=0)
+    x, grads = map_estimate(t, x0)
     v1, g1 = (np.asarray(a, dtype=np.float64) for a in vg(one))
     v, g = (np.asarray(a, dtype=np.float64) for a in vg(x))
     assert np.max(np.abs(g1)) > 1.0  # the stalled first run (the bug's setting)
