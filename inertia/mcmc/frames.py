@@ -221,6 +221,7 @@ def cheaper(trials):
 def describe_trial(trials) -> str:
     """One clause: the frames tried and their predicted cost, and which was kept."""
     best = cheaper(trials)
+
     def one(t):
         rank = f" (rank {t['rank']})" if t["rank"] else ""
         return (f"{t['kind']}{rank}: h = {t['step_size']:.3g}, "

@@ -71,6 +71,7 @@ def inverse_factor(H: np.ndarray) -> np.ndarray:
 
 
 def _lbfgs(vg, x0, max_iter):
+    """(end point, gradient evaluations, V there) of scipy's L-BFGS-B from x0."""
     from scipy.optimize import minimize
 
     count = [0]
@@ -85,7 +86,7 @@ def _lbfgs(vg, x0, max_iter):
 
     res = minimize(fun, x0, jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "gtol": 1e-8, "ftol": 1e-15, "maxcor": 20})
-    return np.asarray(res.x), count[0]
+    return np.asarray(res.x), count[0], float(res.fun)
 
 
 def _dense_hessian(target, x):
@@ -204,7 +205,7 @@ def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int
     if not (np.isfinite(float(v0)) and np.all(np.isfinite(np.asarray(g0)))):
         raise TargetError("the potential or its gradient is not finite at the starting point; "
                           "pass init= a point where the log density is finite")
-    x1, grads = _lbfgs(vg, x0, max_iter)
+    x1, grads, _ = _lbfgs(vg, x0, max_iter)
     grads += 1
     dense = d <= dense_max_dim
     hvps = 0
@@ -380,13 +381,10 @@ def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS)
     while a group scale collapses (a Poisson GLMM at d = 1,000: V = 10,558 there, 7,889 at the
     mode), and a start frame from the Hessian there is wrong by orders of magnitude."""
     vg = jitted(target, "value_and_grad")
-    x, grads = _lbfgs(vg, np.asarray(x0, np.float64), max_iter)
-    v = float(vg(device(x, np.float64))[0])
-    grads += 1
+    x, grads, v = _lbfgs(vg, np.asarray(x0, np.float64), max_iter)
     for _ in range(restarts):
-        x1, g = _lbfgs(vg, x, max_iter)
-        v1 = float(vg(device(x1, np.float64))[0])
-        grads += g + 1
+        x1, g, v1 = _lbfgs(vg, x, max_iter)
+        grads += g
         if not v1 < v - MAP_GAIN:
             if v1 <= v:
                 x = x1

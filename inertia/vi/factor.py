@@ -169,9 +169,8 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     compiled, compile_seconds, elapsed = {}, 0.0, 0.0
     scale, avg_start, avg_sum, avg_count, avg_rule, averaged_out = 1.0, None, None, 0, None, False
     stopped, last_draws, step = None, first, 0
-    until = num_steps
-    while step < until:
-        n = min(every, until - step)
+    while step < num_steps:
+        n = min(every, num_steps - step)
         keys = all_keys[step:step + n]
         if n not in compiled:
             t0 = time.perf_counter()
