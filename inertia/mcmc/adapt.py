@@ -477,8 +477,9 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
 def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
     matrix: MAP by L-BFGS, the diagonal start frame from Hessian probes, stage 1, the frame refined
-    by its draws, stage 2, then the trajectory rule on the draws' denoised spectrum and the
-    divergence raises of the dense warm-up."""
+    by its draws and their gradients, stage 2, then the trajectory rule on the draws' denoised
+    spectrum capped by the whitened Hessian's curvature, and the divergence raises of the dense
+    warm-up."""
     from ..targets.base import jitted
     from ..targets.mode import map_estimate
     from .start import start as _start
@@ -509,7 +510,9 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
     chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
     x_last = fr.to_x(np.asarray(state.position))
-    fr = frames.from_draws(fr, zs, kind).padded()
+    gs = frames.draws_gradients(target, fr, zs)  # the draws' gradients set the diagonal with them
+    chain_grads += int(np.prod(np.shape(zs)[:2]))
+    fr = frames.from_draws(fr, zs, kind, g=gs).padded()
     tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept)]
     if kind == "auto" and fr.rank():  # the same stage 2 without the directions
         tried.append(_frame_trial(method, target, fr.without_directions(), x_last, keys, h1,
@@ -526,7 +529,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     if len(tried) > 1:
         why += "; " + frames.describe_trial(tried)
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
-            "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size",
+            "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size", "curvature",
                                                             "predicted_grads_per_ess")}
                                          for t in tried]}
     fit = GaussianFit(fr.mean, fr, kind_name, fit_grads, info)
@@ -545,18 +548,21 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
 
 def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
     """Stage 2 in frame `fr` from the chains at x (restarted there), and the trajectory rule on its
-    draws' denoised spectrum: the frame's predicted gradients per effective sample at its tuned
-    step size (`choose_trajectory`), with what the warm-up continues from."""
+    draws' denoised spectrum capped by the whitened Hessian at their mean (`frames.
+    capped_eigenvalues`): the frame's predicted gradients per effective sample at its tuned step
+    size (`choose_trajectory`), with what the warm-up continues from."""
     vg = frames.frame_value_and_grad(target, fr)
     from .start import start as _start
 
     state = _start(method, vg, fr.to_z(x), keys["restart"])
     state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
                                       target_accept, keep=True)
-    lam = 1.0 / frames.eigenvalues(w2)
+    lo, hi, hvps = frames.curvature_range(target, fr, w2)
+    lam = 1.0 / frames.capped_eigenvalues(w2, lo)
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
-            "grads": g + int(np.shape(x)[0]), "step_size": float(h2),
+            "grads": g + int(np.shape(x)[0]) + 2 * hvps, "step_size": float(h2),
+            "curvature": [lo, hi],
             "kind": fr.kind, "rank": fr.rank(),
             "predicted_grads_per_ess": float(choice["grads_per_ess"])}
 

@@ -10,7 +10,8 @@ gradient, O(d^3) to build). Beyond it the frame is one of FRAMES:
 
 The rule (`choose`): the start frame is diagonal at the MAP, with s = diag(hess V)^-1/2 estimated
 from PROBES Hessian-vector products with Rademacher vectors (Bekas, Kokiopoulou & Saad 2007); the
-stage-1 warm-up draws then set s by their per-coordinate variance and, after that scaling, the
+stage-1 warm-up draws and their gradients g then set s by s_i (sd(z_i) / sd(g_i))^1/2 (`pair_scale`,
+the Fisher-divergence diagonal nutpie adapts, Seyboldt, Carlson & Carpenter) and, after that scaling, the
 eigen-directions of their covariance whose eigenvalue lies above the Marchenko-Pastur bulk of an
 identity covariance (for the draws' effective number, their lag-1 autocorrelation read as
 AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
@@ -18,7 +19,9 @@ Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual ave
 step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal
 one (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts
 each frame's gradients per effective sample from its own stage-2 step size, acceptance and
-draws' denoised spectrum; the cheaper is kept (low-rank on a tie). Directions that the draws
+draws' denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the
+whitened Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`); the cheaper is
+kept (low-rank on a tie). Directions that the draws
 show but the target's geometry does not reward (a transient of the early warm-up, or a
 covariance direction along which the local curvature is much higher than its variance implies,
 as in hierarchical models) cost the low-rank frame its step size, and the diagonal frame wins.
@@ -41,6 +44,8 @@ MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
+LANCZOS_TOL = 1e-2  # relative accuracy of the whitened Hessian's extreme eigenvalues
+LANCZOS_ITERS = 50  # ARPACK restarts at most, per extreme eigenvalue
 
 
 @jax.tree_util.register_pytree_node_class
@@ -183,9 +188,46 @@ def effective_draws(z) -> float:
     return z.shape[0] * z.shape[1] * (1 - rho) / (1 + rho)
 
 
-def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK) -> Frame:
-    """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it: their mean and
-    per-coordinate variance (shrunk towards 1 by SHRINK pseudo-draws) set the diagonal; for
+@functools.lru_cache(maxsize=32)
+def _batched_grad(target):
+    from .._compile import jit
+
+    return jit(jax.vmap(lambda x: value_and_grad_of(target)(x)[1]))
+
+
+def draws_gradients(target, frame: Frame, z):
+    """F^T grad V at the draws z (chain, draw, d) taken in `frame` (one batched program), NaN rows
+    where a draw is not finite."""
+    shape = np.shape(z)
+    flat = np.asarray(z, np.float64).reshape(-1, shape[-1])
+    ok = np.all(np.isfinite(flat), axis=1)
+    g = np.full(flat.shape, np.nan)
+    if ok.any():
+        x = frame.to_x(flat[ok])
+        g[ok] = frame.transpose(np.asarray(_batched_grad(target)(jax.device_put(x)), np.float64))
+    return g.reshape(shape)
+
+
+def pair_scale(z, g):
+    """sqrt(sd(z) / sd(g)) per coordinate of draws z and their gradients g (chain, draw, d) in a
+    frame: the diagonal rescaling minimising the Fisher divergence of the diagonal family (nutpie's
+    diagonal, Seyboldt et al.); exact for any draws of a Gaussian with diagonal covariance, and
+    unaffected by draws that under-explore a coordinate (both spreads shrink alike); 1 where
+    either spread is zero or not finite."""
+    flat_z = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
+    flat_g = np.asarray(g, np.float64).reshape(-1, np.shape(g)[-1])
+    ok = np.all(np.isfinite(flat_z), axis=1) & np.all(np.isfinite(flat_g), axis=1)
+    if ok.sum() < 2:
+        return np.ones(flat_z.shape[1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.sqrt(flat_z[ok].std(0) / flat_g[ok].std(0))
+    return np.where(np.isfinite(a) & (a > 0), np.clip(a, 1e-4, 1e4), 1.0)
+
+
+def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK, g=None) -> Frame:
+    """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it: their mean and,
+    with their frame gradients g, `pair_scale` (without g, their per-coordinate variance shrunk
+    towards 1 by SHRINK pseudo-draws) set the diagonal; for
     "auto" / "low-rank", the top eigen-directions of the scaled draws' covariance above the
     Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / n_eff, give U; n_eff is the smaller of half
     the draws and `effective_draws` (strongly autocorrelated draws, as early warm-up chains at
@@ -196,8 +238,11 @@ def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK) ->
     if n < 2:
         return frame
     mu = flat.mean(0)
-    var = (n * flat.var(0, ddof=1) + SHRINK) / (n + SHRINK)
-    sd = np.sqrt(np.clip(var, 1e-8, 1e8))
+    if g is not None:
+        sd = pair_scale(z, g)
+    else:
+        var = (n * flat.var(0, ddof=1) + SHRINK) / (n + SHRINK)
+        sd = np.sqrt(np.clip(var, 1e-8, 1e8))
     out = Frame(frame.to_x(mu), frame.scale * sd)  # x = m + s (mu + sd w)
     if kind == "diagonal":
         return out
@@ -253,6 +298,51 @@ def eigenvalues(z):
     return np.sort(out)
 
 
+def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
+    """(smallest, largest) eigenvalue of the whitened Hessian F^T hess V(x) F at the draws' mean
+    x = m + F mean(z) (z: draws (chain, draw, d) in the frame), by Lanczos on Hessian-vector
+    products (scipy's ARPACK, each end to relative accuracy `tol`), and the number of
+    HVPs spent. Autocorrelated warm-up draws at d >> their number inflate the top eigenvalues of
+    their covariance far beyond the target's (`eigenvalues`); the curvature at the centre has no
+    such noise, and on a near-Gaussian target its inverse is the largest variance."""
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
+    from ..targets.base import jitted
+
+    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
+    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    d = flat.shape[1]
+    hvp = jitted(target, "hvp")  # the frame applied on the host: no program per frame
+    x = jax.device_put(np.asarray(frame.to_x(flat.mean(0)), np.float64))
+    count = [0]
+
+    def mv(v):
+        count[0] += 1
+        w = frame.scale * frame._inner(np.asarray(v, np.float64).reshape(d), frame.root)
+        return np.asarray(frame.transpose(np.asarray(hvp(x, jax.device_put(w)), np.float64)))
+
+    def extreme(which):
+        try:
+            return float(eigsh(LinearOperator((d, d), matvec=mv, dtype=np.float64), k=1,
+                               which=which, tol=tol, maxiter=LANCZOS_ITERS,
+                               v0=np.ones(d), return_eigenvectors=False)[0])
+        except ArpackNoConvergence as e:
+            return float(e.eigenvalues[0]) if len(e.eigenvalues) else float("nan")
+
+    lo, hi = extreme("SA"), extreme("LA")
+    return lo, hi, count[0]
+
+
+def capped_eigenvalues(z, curvature_min: float):
+    """`eigenvalues` of the draws with the variances above 1 / curvature_min (the largest variance
+    a Gaussian with the centre's curvature has) set to it; unchanged where that curvature is not
+    positive (a saddle: the centre says nothing of the spread)."""
+    ev = eigenvalues(z)
+    if not (np.isfinite(curvature_min) and curvature_min > 0):
+        return ev
+    return np.minimum(ev, max(1.0 / curvature_min, 1.0))
+
+
 def frame_value_and_grad(target, frame: Frame):
     """(V_w, grad V_w) of V_w(z) = V(m + F z) as a pytree function whose frame arrays are traced
     (one compilation of the chains for every frame of the same kind and rank)."""
@@ -290,4 +380,4 @@ def whiten(target, frame: Frame):
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
-           "hessian_diagonal", "spiked_eigenvalue"]
+           "hessian_diagonal", "spiked_eigenvalue", "curvature_range", "capped_eigenvalues"]

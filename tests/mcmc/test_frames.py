@@ -334,3 +334,91 @@ def test_lean_trajectory_draws_the_same_refresh():
     t = from_potential(lambda x: 0.5 * jnp.sum(x ** 2), 3)
     assert frames.is_scaled(frames.frame_value_and_grad(t, frames.Frame(np.zeros(3), np.ones(3))))
     assert not frames.is_scaled(adapt.frame_value_and_grad(t, np.zeros(3), np.eye(3)))
+
+
+def test_curvature_range_is_the_whitened_hessians_spectrum():
+    """On N(0, P^-1) with P = diag(p) + V V^T (d = 300, a rank-3 term), in a diagonal frame with
+    scales s, Lanczos on HVPs returns the smallest and largest eigenvalue of diag(s) P diag(s)
+    (closed form: numpy's eigvalsh) to its 1e-2 relative tolerance, and in fewer HVPs than d."""
+    import jax
+
+    from inertia.targets import gaussian
+
+    d = 300
+    rng = np.random.default_rng(0)
+    p = np.exp(rng.uniform(-1.0, 1.0, d))
+    V = rng.normal(size=(d, 3)) * 0.4
+    P = np.diag(p) + V @ V.T
+    s = np.exp(rng.uniform(-0.5, 0.5, d)) / np.sqrt(p)
+    fr = frames.Frame(np.zeros(d), s).padded()
+    with jax.enable_x64(True):
+        lo, hi, hvps = frames.curvature_range(gaussian(np.zeros(d), P), fr,
+                                              rng.normal(size=(4, 10, d)))
+    w = np.linalg.eigvalsh(np.diag(s) @ P @ np.diag(s))
+    np.testing.assert_allclose([lo, hi], [w[0], w[-1]], rtol=2e-2)
+    assert hvps < d
+
+
+def test_autocorrelated_draws_inflate_variances_the_curvature_caps():
+    """Chains of an identity covariance with lag-1 autocorrelation 0.95 (4 x 75 draws, d = 1000):
+    the Marchenko-Pastur denoising reads their top sample eigenvalue as a variance far above 1 (the
+    slow chains' noise; > 3 here), while the whitened Hessian's smallest eigenvalue (1) caps every
+    variance at 1; a true spike (variance 30 along u, curvature 1/30 there) survives the cap."""
+    d = 1000
+    z = _ar1(0.95, 4, 75, d, 0)
+    assert frames.eigenvalues(z).max() > 3.0
+    np.testing.assert_array_equal(frames.capped_eigenvalues(z, 1.0), np.ones(d))
+    u = np.linalg.qr(np.random.default_rng(1).normal(size=(d, 1)))[0]
+    w = _ar1(0.0, 4, 75, d, 2)
+    spiked = w + (w @ u) * (np.sqrt(30.0) - 1.0) @ u.T
+    top = frames.capped_eigenvalues(spiked, 1.0 / 30.0).max()
+    assert 15.0 < top <= 30.0
+    # a saddle at the centre (curvature not positive) leaves the draws' spectrum as it is
+    np.testing.assert_array_equal(frames.capped_eigenvalues(z, -0.5), frames.eigenvalues(z))
+
+
+def test_pair_scale_is_exact_for_any_draws_of_a_diagonal_gaussian():
+    """On N(mu, diag(sig^2)) the gradient is (z - mu) / sig^2 at every point, so
+    sqrt(sd(z) / sd(g)) = sig exactly whatever the draws (closed form), here chains that have
+    explored a tenth of each coordinate's spread around a wrong centre; the draws' own variance
+    (the rule without gradients) is off by about that tenth. from_draws with the gradients sets
+    the frame's scale to sig times the old one."""
+    d = 50
+    rng = np.random.default_rng(0)
+    sig, mu = np.exp(rng.uniform(-2.0, 2.0, d)), rng.normal(size=d)
+    z = mu + 1.0 + 0.1 * sig * rng.normal(size=(4, 75, d))
+    g = (z - mu) / sig ** 2
+    np.testing.assert_allclose(frames.pair_scale(z, g), sig, rtol=1e-12)
+    old = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, kind="diagonal")
+    assert np.median(old.scale / sig) < 0.2
+    base = frames.Frame(np.zeros(d), np.full(d, 2.0))
+    new = frames.from_draws(base, z, kind="diagonal", g=g)
+    np.testing.assert_allclose(new.scale, 2.0 * sig, rtol=1e-12)
+    # a coordinate whose gradient does not move (flat there) keeps its scale
+    g[..., 0] = 3.0
+    assert frames.pair_scale(z, g)[0] == 1.0
+
+
+def test_draws_gradients_are_the_frames_gradients():
+    """draws_gradients gives F^T grad V(m + F z) row by row (closed form on a Gaussian: F^T P (x -
+    mu)), with NaN rows where a draw is not finite."""
+    import jax
+
+    from inertia.targets import gaussian
+
+    d = 20
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(d, d))
+    P = A @ A.T / d + np.eye(d)
+    mu = rng.normal(size=d)
+    s, U, _ = _spiked(d, [4.0], 2)
+    fr = frames.Frame(rng.normal(size=d), s, U, np.array([1.0]))
+    z = rng.normal(size=(3, 5, d))
+    z[1, 2, 4] = np.nan
+    with jax.enable_x64(True):
+        g = frames.draws_gradients(gaussian(mu, P), fr, z)
+    x = fr.to_x(z.reshape(-1, d))
+    want = fr.transpose((x - mu) @ P).reshape(3, 5, d)
+    ok = np.all(np.isfinite(z), axis=-1)
+    np.testing.assert_allclose(g[ok], want[ok], rtol=1e-10, atol=1e-10)
+    assert np.all(np.isnan(g[1, 2]))
