@@ -225,13 +225,34 @@ def _check_dtype(target: Target, dtype):
 
 
 def cast_floats(tree, dtype):
-    """`tree` with its floating-point array leaves (numpy or JAX) cast to `dtype`."""
+    """`tree` with its floating-point array leaves (numpy or JAX) cast to `dtype`; for float32, its
+    64-bit integer arrays cast to 32 bits (numpy staying numpy), the integer type of JAX's 32-bit
+    mode, in which float32 targets are traced (`Target.astype`): a 64-bit index array there meets
+    JAX's int32 shapes (`a[g]`). Other leaves are kept; TargetError for integers past 32 bits."""
+    narrow = jnp.dtype(dtype) == jnp.float32
+
     def cast(a):
-        if isinstance(a, (np.ndarray, jax.Array)) and jnp.issubdtype(a.dtype, jnp.floating):
+        if not isinstance(a, (np.ndarray, jax.Array)):
+            return a
+        if jnp.issubdtype(a.dtype, jnp.floating):
             return jnp.asarray(a, dtype=dtype)
+        if narrow and jnp.issubdtype(a.dtype, jnp.integer) and a.dtype.itemsize == 8:
+            return _int32(a)
         return a
 
     return jax.tree_util.tree_map(cast, tree)
+
+
+def _int32(a):
+    """The 64-bit integer array `a` as int32 (uint32 when unsigned), of a's kind (numpy or JAX)."""
+    to = np.uint32 if jnp.issubdtype(a.dtype, jnp.unsignedinteger) else np.int32
+    host = np.asarray(a)
+    info = np.iinfo(to)
+    if host.size and (host.min() < info.min or host.max() > info.max):
+        raise TargetError(f"an integer data array holds values in [{host.min()}, {host.max()}], "
+                          f"past {np.dtype(to).name}, the integer type of float32 targets: "
+                          "fit it in float64")
+    return host.astype(to) if isinstance(a, np.ndarray) else jnp.asarray(host, dtype=to)
 
 
 def _autodiff(potential):

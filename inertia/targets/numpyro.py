@@ -129,7 +129,8 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     Keyword arguments named alpha / beta /
     name / seed / model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
     `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
-    re-initialises the model with its floating-point arguments cast to float32.
+    re-initialises the model with its floating-point arguments cast to float32 and its 64-bit
+    integer arrays (indices) to int32 (`targets.base.cast_floats`).
     `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
     ({site: unconstrained shape}), "init" (a start with finite V and grad V, flat), "names" (the
     unconstrained coordinates: `log(sigma)`, `logit(p)`, ...), "numpyro" (model, args, kwargs).

@@ -142,3 +142,26 @@ def test_targets_package_loads_the_heavier_families_on_first_use():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "has no attribute 'no_such_family'" in out.stdout
+
+
+def test_cast_floats_keeps_integers_integer():
+    """float32: floats to float32, 64-bit integers to 32 bits of the same kind (numpy or JAX,
+    signed or unsigned), other leaves kept; float64: integers untouched; integers past int32
+    refused rather than wrapped."""
+    from inertia.targets.base import cast_floats
+
+    with jax.enable_x64(True):
+        tree = {"x": np.arange(3.0), "g": np.array([0, 2, 1]), "u": np.array([1, 2], np.uint64),
+                "jg": jnp.array([1, 0]), "b": np.array([True, False]), "n": 5,
+                "s": np.array([1, 2], np.int16)}
+        out = cast_floats(tree, "float32")
+        assert out["x"].dtype == np.float32
+        assert isinstance(out["g"], np.ndarray) and out["g"].dtype == np.int32
+        assert out["g"].tolist() == [0, 2, 1]
+        assert out["u"].dtype == np.uint32 and isinstance(out["u"], np.ndarray)
+        assert isinstance(out["jg"], jax.Array) and out["jg"].dtype == jnp.int32
+        assert out["b"] is tree["b"] and out["n"] == 5 and out["s"] is tree["s"]
+        same = cast_floats(tree, "float64")
+        assert same["g"] is tree["g"] and same["jg"] is tree["jg"] and same["u"] is tree["u"]
+        with pytest.raises(TargetError, match="int32"):
+            cast_floats(np.array([0, 2 ** 31]), "float32")
