@@ -512,7 +512,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     x_last = fr.to_x(np.asarray(state.position))
     gs = frames.draws_gradients(target, fr, zs)  # the draws' gradients set the diagonal with them
     chain_grads += int(np.prod(np.shape(zs)[:2]))
-    fr = frames.from_draws(fr, zs, kind, g=gs).padded()
+    fr = frames.from_draws(fr, zs, gs, kind).padded()
     tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept)]
     if kind == "auto" and fr.rank():  # the same stage 2 without the directions
         tried.append(_frame_trial(method, target, fr.without_directions(), x_last, keys, h1,

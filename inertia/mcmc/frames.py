@@ -42,7 +42,6 @@ DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense 
 # the low-rank frame took 7.6x fewer gradients per ESS than the dense one on a hierarchical logistic)
 MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
-SHRINK = 10.0  # pseudo-draws of unit variance in the warm-up variances
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
 LANCZOS_TOL = 1e-2  # relative accuracy of the whitened Hessian's extreme eigenvalues
 LANCZOS_ITERS = 50  # ARPACK restarts at most, per extreme eigenvalue
@@ -224,10 +223,9 @@ def pair_scale(z, g):
     return np.where(np.isfinite(a) & (a > 0), np.clip(a, 1e-4, 1e4), 1.0)
 
 
-def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK, g=None) -> Frame:
-    """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it: their mean and,
-    with their frame gradients g, `pair_scale` (without g, their per-coordinate variance shrunk
-    towards 1 by SHRINK pseudo-draws) set the diagonal; for
+def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK) -> Frame:
+    """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it and their frame
+    gradients g (`draws_gradients`): their mean and `pair_scale` set the diagonal; for
     "auto" / "low-rank", the top eigen-directions of the scaled draws' covariance above the
     Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / n_eff, give U; n_eff is the smaller of half
     the draws and `effective_draws` (strongly autocorrelated draws, as early warm-up chains at
@@ -238,11 +236,7 @@ def from_draws(frame: Frame, z, kind: str = "auto", max_rank: int = MAX_RANK, g=
     if n < 2:
         return frame
     mu = flat.mean(0)
-    if g is not None:
-        sd = pair_scale(z, g)
-    else:
-        var = (n * flat.var(0, ddof=1) + SHRINK) / (n + SHRINK)
-        sd = np.sqrt(np.clip(var, 1e-8, 1e8))
+    sd = pair_scale(z, g)
     out = Frame(frame.to_x(mu), frame.scale * sd)  # x = m + s (mu + sd w)
     if kind == "diagonal":
         return out

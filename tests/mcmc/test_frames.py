@@ -45,23 +45,27 @@ def test_spiked_eigenvalue_inverts_the_bias():
 
 def test_low_rank_frame_recovers_the_top_directions():
     """From 4,000 independent draws of a d = 200 Gaussian with three stretched directions (lam =
-    50, 20, 8 over a random diagonal), the frame finds exactly those three (the rest is under the
-    Marchenko-Pastur edge): each direction to |cos| >= 0.97 and its variance to 10 % (a spike's
-    sampling error is about sqrt(2 / n) ~ 2-4 % here, the draws being independent)."""
+    50, 20, 8 over a random diagonal) and their gradients, the diagonal is the Fisher one,
+    (C_ii / P_ii)^1/4 with P = C^-1 (closed form, to 5 %: the two sds' sampling errors are about
+    sqrt(1 / (2n)) ~ 1 % each), and in that scaling the frame finds exactly those three directions
+    (the rest is under the Marchenko-Pastur edge): each to |cos| >= 0.97 and its variance to 10 %
+    (a spike's sampling error is about sqrt(2 / n) ~ 2-4 % here, the draws being independent)."""
     d, lam = 200, [50.0, 20.0, 8.0]
     s, U, C = _spiked(d, lam, 2)
+    P = np.linalg.inv(C)
     z = np.random.default_rng(3).multivariate_normal(np.zeros(d), C, size=(4, 1000))
-    fr = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z)
+    fr = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, z @ P)
     assert fr.kind == "low-rank" and fr.rank() == 3
-    D = np.sqrt(np.diag(C))
+    D = (np.diag(C) / np.diag(P)) ** 0.25
+    np.testing.assert_allclose(fr.scale, D, rtol=0.05)
     w, V = np.linalg.eigh(C / np.outer(D, D))  # the covariance in the diagonal's scaling
     top = V[:, ::-1][:, :3]
     assert np.all(np.abs(np.sum(top * fr.U, axis=0)) >= 0.97)
     np.testing.assert_allclose((1.0 + fr.root) ** 2, w[::-1][:3], rtol=0.1)
-    # the diagonal frame: no direction, variance per coordinate
-    diag = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, kind="diagonal")
+    # the diagonal frame: no direction, the same scales
+    diag = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, z @ P, kind="diagonal")
     assert diag.kind == "diagonal"
-    np.testing.assert_allclose(diag.scale, D, rtol=0.1)
+    np.testing.assert_array_equal(diag.scale, fr.scale)
 
 
 def test_isotropic_draws_give_a_diagonal_frame():
@@ -69,7 +73,7 @@ def test_isotropic_draws_give_a_diagonal_frame():
     d = 150
     s = np.exp(np.random.default_rng(4).uniform(-1, 1, d))
     z = np.random.default_rng(5).normal(size=(4, 200, d)) * s
-    fr = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z)
+    fr = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, z / s ** 2)
     assert fr.kind == "diagonal"
 
 
@@ -160,9 +164,10 @@ def test_autocorrelated_isotropic_draws_give_no_spurious_directions():
     for seed in range(5):
         z = _ar1(0.9, 4, 75, 200, seed)
         assert 10.0 <= frames.effective_draws(z) <= 35.0
-        assert frames.from_draws(fr, z).rank() <= 1
+        assert frames.from_draws(fr, z, z).rank() <= 1
         assert frames.effective_draws(_ar1(0.0, 4, 75, 200, seed)) > 150.0
-        assert frames.from_draws(fr, _ar1(0.0, 4, 75, 200, seed)).rank() == 0
+        iid = _ar1(0.0, 4, 75, 200, seed)
+        assert frames.from_draws(fr, iid, iid).rank() == 0
 
 
 def test_spikes_survive_moderate_autocorrelation():
@@ -176,7 +181,8 @@ def test_spikes_survive_moderate_autocorrelation():
     U = np.linalg.qr(rng.normal(size=(d, 2)))[0]
     w = _ar1(0.5, 4, 75, d, 4)
     z = w + (w @ U) * (np.sqrt(lam) - 1.0) @ U.T  # covariance I + U diag(lam - 1) U^T
-    out = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z)
+    g = z + (z @ U) * (1.0 / lam - 1.0) @ U.T  # the precision I + U diag(1/lam - 1) U^T times z
+    out = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, g)
     assert out.rank() == 2
     assert np.all(np.max(np.abs(out.U.T @ U), axis=0) > 0.8)
 
@@ -380,19 +386,17 @@ def test_autocorrelated_draws_inflate_variances_the_curvature_caps():
 def test_pair_scale_is_exact_for_any_draws_of_a_diagonal_gaussian():
     """On N(mu, diag(sig^2)) the gradient is (z - mu) / sig^2 at every point, so
     sqrt(sd(z) / sd(g)) = sig exactly whatever the draws (closed form), here chains that have
-    explored a tenth of each coordinate's spread around a wrong centre; the draws' own variance
-    (the rule without gradients) is off by about that tenth. from_draws with the gradients sets
-    the frame's scale to sig times the old one."""
+    explored a tenth of each coordinate's spread around a wrong centre, where the draws' own sds
+    are off by about that tenth. from_draws sets the frame's scale to sig times the old one."""
     d = 50
     rng = np.random.default_rng(0)
     sig, mu = np.exp(rng.uniform(-2.0, 2.0, d)), rng.normal(size=d)
     z = mu + 1.0 + 0.1 * sig * rng.normal(size=(4, 75, d))
     g = (z - mu) / sig ** 2
     np.testing.assert_allclose(frames.pair_scale(z, g), sig, rtol=1e-12)
-    old = frames.from_draws(frames.Frame(np.zeros(d), np.ones(d)), z, kind="diagonal")
-    assert np.median(old.scale / sig) < 0.2
+    assert np.median(z.reshape(-1, d).std(0) / sig) < 0.2  # the draws' own sds
     base = frames.Frame(np.zeros(d), np.full(d, 2.0))
-    new = frames.from_draws(base, z, kind="diagonal", g=g)
+    new = frames.from_draws(base, z, g, kind="diagonal")
     np.testing.assert_allclose(new.scale, 2.0 * sig, rtol=1e-12)
     # a coordinate whose gradient does not move (flat there) keeps its scale
     g[..., 0] = 3.0
