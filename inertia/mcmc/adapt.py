@@ -530,6 +530,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
         why += "; " + frames.describe_trial(tried)
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
             "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size", "curvature",
+                                                            "hessian_vector_products",
                                                             "predicted_grads_per_ess")}
                                          for t in tried]}
     fit = GaussianFit(fr.mean, fr, kind_name, fit_grads, info)
@@ -562,7 +563,7 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
             "grads": g + int(np.shape(x)[0]) + 2 * hvps, "step_size": float(h2),
-            "curvature": [lo, hi],
+            "curvature": [lo, hi], "hessian_vector_products": hvps,
             "kind": fr.kind, "rank": fr.rank(),
             "predicted_grads_per_ess": float(choice["grads_per_ess"])}
 

@@ -187,16 +187,22 @@ def effective_draws(z) -> float:
     return z.shape[0] * z.shape[1] * (1 - rho) / (1 + rho)
 
 
+GRAD_BATCH = 4  # draws per vmapped gradient call in `draws_gradients` (the chains' own batch)
+
+
 @functools.lru_cache(maxsize=32)
 def _batched_grad(target):
     from .._compile import jit
 
-    return jit(jax.vmap(lambda x: value_and_grad_of(target)(x)[1]))
+    def grads(x):
+        return jax.lax.map(lambda r: value_and_grad_of(target)(r)[1], x, batch_size=GRAD_BATCH)
+
+    return jit(grads)
 
 
 def draws_gradients(target, frame: Frame, z):
-    """F^T grad V at the draws z (chain, draw, d) taken in `frame` (one batched program), NaN rows
-    where a draw is not finite."""
+    """F^T grad V at the draws z (chain, draw, d) taken in `frame` (one program, GRAD_BATCH draws
+    at a time: the memory of the chains' own gradient), NaN rows where a draw is not finite."""
     shape = np.shape(z)
     flat = np.asarray(z, np.float64).reshape(-1, shape[-1])
     ok = np.all(np.isfinite(flat), axis=1)
@@ -306,6 +312,8 @@ def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
     flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
     flat = flat[np.all(np.isfinite(flat), axis=1)]
     d = flat.shape[1]
+    if target.hvp is None or flat.shape[0] == 0:  # nothing to probe: no cap
+        return float("nan"), float("nan"), 0
     hvp = jitted(target, "hvp")  # the frame applied on the host: no program per frame
     x = jax.device_put(np.asarray(frame.to_x(flat.mean(0)), np.float64))
     count = [0]
