@@ -73,3 +73,24 @@ def test_one_chain_calibrate_stops_at_its_target_ess():
     assert res.draws.shape[0] == 1
     assert np.min(ess_bulk(res.draws)) >= 100
     assert res.settings["num_steps"] < 50_000, res.settings
+
+
+def test_the_same_draws_are_summarised_once_and_changed_draws_anew(monkeypatch):
+    """arviz_stats on equal draws (a copy, as the run's last judgement then its diagnosis) calls
+    ArviZ once and returns equal numbers; a copy of the returned arrays is handed out (mutating
+    one does not change the next answer); draws that differ in one coordinate are summarised
+    anew, and that coordinate's R-hat moves (one chain shifted by 50 sds: rank R-hat 1.53)."""
+    from inertia import convergence
+
+    calls = []
+    real = convergence._arviz_stats
+    monkeypatch.setattr(convergence, "_arviz_stats", lambda x: calls.append(1) or real(x))
+    x = np.random.default_rng(0).normal(size=(4, 200, 3))
+    a = convergence.arviz_stats(x)
+    a["rhat"][:] = -1.0
+    b = convergence.arviz_stats(x.copy())
+    assert len(calls) == 1 and np.all(b["rhat"] > 0.9)
+    y = x.copy()
+    y[0, :, 1] += 50.0
+    c = convergence.arviz_stats(y)
+    assert len(calls) == 2 and c["rhat"][1] > 1.3 and abs(c["rhat"][0] - b["rhat"][0]) < 1e-12
