@@ -354,9 +354,22 @@ def frame_value_and_grad(target, frame: Frame):
 
 @functools.lru_cache(maxsize=32)
 def _frame_fn(vg):
-    def fn(frame, z):
+    def full(frame, z):
         v, g = vg(frame.to_x(z))
         return v, frame.transpose(g)
+
+    def diagonal(frame, z):
+        v, g = vg(frame.mean + frame.scale * z)
+        return v, frame.scale * g
+
+    def fn(frame, z):
+        if frame.U is None:
+            return diagonal(frame, z)
+        # a padded frame without stretch (the diagonal one) skips its two d x r products: on a
+        # cheap model they cost more than the gradient; the frame is shared by the chains, so
+        # the predicate is not batched and the cond stays a branch under their vmap
+        return jax.lax.cond(jax.numpy.any(frame.root != 0.0), full, diagonal, frame, z)
+
     fn.scaled_frame = True
     return fn
 

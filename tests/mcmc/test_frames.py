@@ -458,3 +458,32 @@ def test_warm_up_spectrum_at_large_d_is_the_targets_not_its_draws_noise():
     F = _dense(fit.factor, d)
     smallest = np.linalg.eigvalsh(F.T @ P @ F)[0]
     np.testing.assert_allclose(report["spectrum"][0], smallest, rtol=0.02)
+
+
+def test_frame_gradient_under_vmap_in_both_branches():
+    """The chains' (V_w, grad V_w) of a padded frame, vmapped over chains and compiled as in the
+    chains' program: with stretched directions it is F^T P (m + F z - mu) (closed form, dense F),
+    and with every root zero (the diagonal frame, which skips the d x r products) diag(s) P (m +
+    s z - mu); V_w the Gaussian's potential at m + F z in both."""
+    import jax
+
+    from inertia.targets import gaussian
+
+    d = 24
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(d, d))
+    P = A @ A.T / d + np.eye(d)
+    mu = rng.normal(size=d)
+    s, U, _ = _spiked(d, [9.0, 4.0], 4)
+    low = frames.Frame(rng.normal(size=d), s, U, np.sqrt([9.0, 4.0]) - 1.0).padded()
+    z = rng.normal(size=(4, d))
+    for fr in (low, low.without_directions()):
+        with jax.enable_x64(True):
+            vg = frames.frame_value_and_grad(gaussian(mu, P), fr)
+            v, g = jax.jit(jax.vmap(lambda vg, z: vg(z), in_axes=(None, 0)))(vg, z)
+        F = _dense(fr, d)
+        r = fr.mean + z @ F.T - mu
+        np.testing.assert_allclose(np.asarray(g), r @ P @ F, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(np.asarray(v) - np.asarray(v)[0],
+                                   0.5 * np.einsum("ij,jk,ik->i", r, P, r)
+                                   - 0.5 * r[0] @ P @ r[0], rtol=1e-10, atol=1e-10)
