@@ -10,19 +10,18 @@ gradient, O(d^3) to build). Beyond it the frame is one of FRAMES:
 
 The rule (`choose`): the start frame is diagonal at the MAP, with s = diag(hess V)^-1/2 estimated
 from PROBES Hessian-vector products with Rademacher vectors (Bekas, Kokiopoulou & Saad 2007); the
-stage-1 warm-up draws and their gradients g then set s by s_i (sd(z_i) / sd(g_i))^1/2 (`pair_scale`,
-the Fisher-divergence diagonal nutpie adapts, Seyboldt, Carlson & Carpenter) and, after that scaling, the
-eigen-directions of their covariance whose eigenvalue lies above the Marchenko-Pastur bulk of an
-identity covariance (for the draws' effective number, their lag-1 autocorrelation read as
-AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance bias,
-Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual averaging of the
+stage-1 warm-up draws and their gradients g then set s by s_i (sd(z_i) / sd(g_i))^1/2
+(`pair_scale`, the Fisher-divergence diagonal nutpie adapts, Seyboldt, Carlson & Carpenter) and,
+after that scaling, the eigen-directions of their covariance whose eigenvalue lies above the
+Marchenko-Pastur bulk of an identity covariance (for the draws' effective number, their lag-1
+autocorrelation read as AR(1); at most MAX_RANK, the eigenvalue corrected for the
+spiked-covariance bias, Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual averaging of the
 step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal
 one (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts
 each frame's gradients per effective sample from its own stage-2 step size, acceptance and
 draws' denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the
 whitened Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`); the cheaper is
-kept (low-rank on a tie). Directions that the draws
-show but the target's geometry does not reward (a transient of the early warm-up, or a
+kept (low-rank on a tie). Directions that the draws show but the target's geometry does not reward (a transient of the early warm-up, or a
 covariance direction along which the local curvature is much higher than its variance implies,
 as in hierarchical models) cost the low-rank frame its step size, and the diagonal frame wins.
 The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not finite (the start
@@ -395,4 +394,5 @@ def whiten(target, frame: Frame):
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
-           "hessian_diagonal", "spiked_eigenvalue", "curvature_range", "capped_eigenvalues"]
+           "hessian_diagonal", "spiked_eigenvalue", "curvature_range", "capped_eigenvalues",
+           "pair_scale", "draws_gradients"]
