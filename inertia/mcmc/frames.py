@@ -186,6 +186,12 @@ def effective_draws(z) -> float:
     return z.shape[0] * z.shape[1] * (1 - rho) / (1 + rho)
 
 
+def finite_rows(z) -> np.ndarray:
+    """Draws (..., d) as float64 rows (n, d), those with a non-finite entry dropped."""
+    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
+    return flat[np.all(np.isfinite(flat), axis=1)]
+
+
 GRAD_BATCH = 4  # draws per vmapped gradient call in `draws_gradients` (the chains' own batch)
 
 
@@ -235,8 +241,7 @@ def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK)
     Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / n_eff, give U; n_eff is the smaller of half
     the draws and `effective_draws` (strongly autocorrelated draws, as early warm-up chains at
     large d, spread the sample eigenvalues of an identity covariance far past the edge for n / 2)."""
-    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
-    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    flat = finite_rows(z)
     n, d = flat.shape
     if n < 2:
         return frame
@@ -280,8 +285,7 @@ def eigenvalues(z):
     (the large-d counterpart of `adapt.denoised_eigenvalues`): with c = d / (half the draws),
     sample eigenvalues above the bulk edge (1 + sqrt(c))^2 are spike-corrected, those below
     (1 - sqrt(c))^2 (c < 1) divided by it, the rest (and those the draws cannot see) are 1."""
-    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
-    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    flat = finite_rows(z)
     n, d = flat.shape
     out = np.ones(d)
     if n < 2:
@@ -308,8 +312,7 @@ def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
 
     from ..targets.base import jitted
 
-    flat = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
-    flat = flat[np.all(np.isfinite(flat), axis=1)]
+    flat = finite_rows(z)
     d = flat.shape[1]
     if target.hvp is None or flat.shape[0] == 0:  # nothing to probe: no cap
         return float("nan"), float("nan"), 0

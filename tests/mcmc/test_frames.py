@@ -257,32 +257,19 @@ def test_directions_the_target_lacks_give_the_diagonal_frame():
 
 
 def _crossed_glmm(d, seed=0):
-    """A non-centred Poisson GLMM with crossed row and column effects (d = R + C + 3) whose first
-    L-BFGS run stops far from the mode while a group scale collapses."""
-    import numpyro
-    import numpyro.distributions as dist
-    import jax.numpy as jnp
+    """The scale benchmark's non-centred Poisson GLMM with crossed row and column effects
+    (d = R + C + 3), whose first L-BFGS run stops far from the mode while a group scale
+    collapses."""
+    import sys
+    from pathlib import Path
 
     from inertia.targets import from_numpyro
 
-    rng = np.random.default_rng(seed)
-    R = (d - 3) // 2
-    C = d - 3 - R
-    n = 4 * (R + C)
-    r, c = rng.integers(0, R, n), rng.integers(0, C, n)
-    y = rng.poisson(np.exp(1.0 + 0.5 * rng.normal(size=R)[r] + 0.3 * rng.normal(size=C)[c]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import scale_d
 
-    def model(r, c, y):
-        b0 = numpyro.sample("b0", dist.Normal(0, 2))
-        sr = numpyro.sample("sigma_row", dist.HalfNormal(1.0))
-        sc = numpyro.sample("sigma_col", dist.HalfNormal(1.0))
-        with numpyro.plate("R", R):
-            a = numpyro.sample("a", dist.Normal(0, 1))
-        with numpyro.plate("C", C):
-            b = numpyro.sample("b", dist.Normal(0, 1))
-        numpyro.sample("y", dist.Poisson(jnp.exp(b0 + sr * a[r] + sc * b[c])), obs=y)
-
-    return from_numpyro(model, r, c, y.astype(float))
+    model, args = scale_d.model_and_data("glmm", d, seed)
+    return from_numpyro(model, *args)
 
 
 def test_map_search_restarts_past_a_stalled_line_search():
