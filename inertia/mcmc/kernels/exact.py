@@ -9,7 +9,8 @@ One iteration composes three pi x N-invariant kernels:
      between them and one Metropolis test on the summed leapfrog energy errors at its end
      (Riou-Durand & Vogrinc 2022, MALT; gamma = 0 is HMC, Duane et al. 1987). K is drawn per
      iteration, K = max(1, round(n (1 + s (2u - 1)))), u ~ U(0, 1), independently of the state
-     (spread s = length_spread, default 1/2: K in [n/2, 3n/2]).
+     (spread s = length_spread, default 1/2: K in [n/2, 3n/2]); chains run side by side may share
+     u (`length_key`): each chain's law is unchanged, and none waits for a longer one.
 alpha = 0 is Metropolis-adjusted KLMC. A proposal whose energy error is not finite or exceeds
 DIVERGENCE in absolute value is a divergence: the trajectory stops there and is rejected.
 """
@@ -139,10 +140,11 @@ def langevin_trajectory(key, q, p, v, g, c: Coefficients, num_steps, value_and_g
 
 
 def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool = True,
-         lean: bool = False):
+         lean: bool = False, length_key=None):
     """One iteration: refresh, gradient-flow MALA step (alpha > 0), Langevin trajectory + test.
     flow=False (static) leaves the flow step out of the program: the same numbers at alpha = 0,
-    and half the code to compile; lean (static): `langevin_trajectory`'s."""
+    and half the code to compile; lean (static): `langevin_trajectory`'s; length_key (None: the
+    iteration's own) draws K, a key shared by chains that run side by side under vmap."""
     k_p, k_flow, k_len, k_traj, k_u = jax.random.split(rng_key, 5)
     q, v, g = state.position, state.potential, state.grad
     p0 = jax.random.normal(k_p, q.shape, dtype=jnp.float64)
@@ -154,6 +156,7 @@ def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool
             lambda: (q, v, g, jnp.float64(1.0)))
     else:
         flow_acc = jnp.float64(1.0)
+    k_len = k_len if length_key is None else length_key
     n = trajectory_length(jax.random.uniform(k_len, dtype=jnp.float64), c.num_leapfrog,
                           c.length_spread)
     q1, p1, v1, g1, dh, bad, used = langevin_trajectory(k_traj, q, p0, v, g, c, n, value_and_grad,
