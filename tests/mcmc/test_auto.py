@@ -218,3 +218,20 @@ def test_badly_conditioned_laplace_frame_sends_the_warmup_to_vi(monkeypatch):
     s_vi = np.sqrt((np.sqrt(13.0) - 1.0) / 6.0)
     sd = np.sqrt(np.diag(vi.factor @ vi.factor.T))
     np.testing.assert_allclose(sd, s_vi, rtol=0.05)
+
+
+def test_indefinite_hessian_at_the_laplace_draws_gets_the_short_vi_fit(monkeypatch):
+    """When hess V is indefinite at a draw of the Laplace fit (reported by the probe, stubbed here
+    so that the branch is certain), the warm-up's frame is a VI fit of VI_WARMUP updates, as for a
+    badly conditioned Laplace frame, not a fit run to convergence. On the quartic target of the
+    test above (KL-optimal sd 0.659, Laplace sd 1) the short fit lands within 5 % of the optimum."""
+    from inertia.mcmc import warmup
+    from inertia.targets import from_potential
+
+    t = from_potential(lambda x: 0.5 * jnp.sum(x * x) + 0.25 * jnp.sum(x**4), 2)
+    monkeypatch.setattr(warmup, "_whitened_kappa", lambda *a: (2.0, 8, True))
+    vi = warmup.fit_gaussian(t, "auto", seed=0)
+    assert vi.kind == "vi" and vi.info["indefinite_at_laplace_draws"]
+    assert vi.info["vi"].endswith(f" {warmup.VI_WARMUP['num_steps']} steps"), vi.info["vi"]
+    sd = np.sqrt(np.diag(vi.factor @ vi.factor.T))
+    np.testing.assert_allclose(sd, np.sqrt((np.sqrt(13.0) - 1.0) / 6.0), rtol=0.05)

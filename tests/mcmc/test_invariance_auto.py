@@ -115,3 +115,31 @@ def test_the_check_fails_a_kernel_without_its_metropolis_test(automatic, monkeyp
         chains.program.cache_clear()  # no broken program outlives this test
     assert acc == 1.0
     assert _holm_rejects(np.concatenate(_law_pvalues(s)), FWER)
+
+
+def test_the_chains_share_each_iterations_trajectory_length(automatic):
+    """All chains of a block draw an iteration's K from one key (no chain waits under vmap for a
+    longer one): per iteration every chain spends the same gradients, and K varies over the
+    iterations across [n/2, 3n/2] at spread 1/2 (the law test above runs with this sharing)."""
+    target, Q, scales, res = automatic
+    m = get_method(res.method)
+    mean, factor = (np.asarray(a) for a in res.preconditioner)
+    vg = frame_value_and_grad(target, mean, factor)
+    n_chains, iters, n = 8, 200, 12.0
+    keys = jax.random.split(jax.random.PRNGKey(3), 2 * n_chains)
+    z0 = np.random.default_rng(3).standard_normal((n_chains, D))
+    state = jax.vmap(lambda q, k: m.init(q, k, vg))(jnp.asarray(z0), keys[:n_chains])
+    ch = chains.Chains(state, keys[n_chains:], np.zeros(n_chains, dtype=np.int64),
+                       np.zeros(n_chains, dtype=np.int64))
+    params = Params(0.5 * res.params["step_size"], 0.0, 0.0, n, 0.5)
+    for adapt in (False, True):  # sampling blocks and warm-up blocks alike
+        t = chains.sampling(params, iters) if not adapt else chains.tuning(
+            np.log(0.5 * res.params["step_size"]), time=n * 0.5 * res.params["step_size"],
+            num_iters=iters)
+        _, _, (_, info) = chains.run_block(m, vg, ch, np.zeros(2, np.uint32), t)
+        g = np.asarray(info.num_grads)  # (iterations, chains)
+        ok = ~np.asarray(info.diverging)  # a divergent trajectory stops early
+        same = [np.all(row[k] == row[k][0]) for row, k in zip(g, ok) if k.any()]
+        assert len(same) > iters // 2 and all(same), "chains spent different gradients"
+        if not adapt:
+            assert g.min() == 6 and g.max() == 18 and len(np.unique(g)) == 13
