@@ -33,7 +33,10 @@ standard normals (a Bonferroni bound at level 0.01 is the threshold of "consiste
 Run (one command, the full grid; hours on 2 cores):
     python benchmarks/scale_d.py --json benchmarks/results/scale_d.json --plot docs/benchmarks/scale_d.png
 Smaller: --dims 100 300 --families hier glmm --methods sample nuts-diag (rows of the same family,
-d and method in the JSON file are replaced); a saved run's table, goals and plot:
+d, method and seed in the JSON file are replaced); --seeds 0 1 2 runs every sampler with each seed
+(the data stay seed 0's; NUTS takes keys 10 s and 10 s + 1): the run tables, goals and plot are
+seed 0's, and a further table gives gradients per ESS by seed with the ratio of the medians.
+A saved run's tables and plot:
     python benchmarks/scale_d.py --report benchmarks/results/scale_d.json --plot docs/benchmarks/scale_d.png
 """
 from __future__ import annotations
@@ -131,7 +134,7 @@ def _summary(draws):
     return float(np.nanmin(st["ess_bulk"])), float(np.nanmax(st["rhat"])), mom
 
 
-def run_inertia(method, model, args):
+def run_inertia(method, model, args, seed=0):
     import numpy as np
 
     from inertia.targets import from_numpyro
@@ -140,7 +143,7 @@ def run_inertia(method, model, args):
     if method.startswith("sample"):
         from inertia.mcmc import sample
 
-        r = sample(t, seed=0, frame="low-rank" if method == "sample-low-rank" else "auto")
+        r = sample(t, seed=seed, frame="low-rank" if method == "sample-low-rank" else "auto")
         ess, rhat, mom = _summary(r.draws)
         steps = int(np.sum(r.grad_evals)) if np.ndim(r.grad_evals) else int(r.grad_evals)
         return {"grads": int(r.total_grad_evals), "ess": ess, "rhat": rhat,
@@ -149,7 +152,7 @@ def run_inertia(method, model, args):
                 "sampling_grads_per_chain": steps}, mom
     from inertia.vi import fit
 
-    r = fit(t, seed=0)
+    r = fit(t, seed=seed)
     h = r.history
     grads = int(np.asarray(h["grad_evals"])[-1]) + 2 * int(np.asarray(h.get("hvp_evals", [0]))[-1])
     mom = {"mean": np.asarray(r.mean, np.float64)}
@@ -266,8 +269,10 @@ def _compile_clock():
     return acc
 
 
-def one(family, d, method, moments_dir=MOMENTS):
-    """One run in this process: its JSON row (and its moments saved under moments_dir)."""
+def one(family, d, method, moments_dir=MOMENTS, seed=0):
+    """One run in this process: its JSON row (and its moments saved under moments_dir). `seed`
+    (the sampler's; the model's data stay those of seed 0): rows of seeds other than 0 carry it
+    and save no moments."""
     import resource
 
     import numpy as np
@@ -280,23 +285,25 @@ def one(family, d, method, moments_dir=MOMENTS):
         jax.config.update("jax_enable_x64", True)  # the peers in float64, as inertia
     model, args = model_and_data(family, d)
     if method in ("sample", "sample-low-rank", "fit"):
-        out, mom = run_inertia(method, model, args)
+        out, mom = run_inertia(method, model, args, seed)
     elif method == "mclmc":
         out, mom = run_mclmc(model, args)
     elif method == "reference":
         out, mom = run_nuts(False, model, args, draws=5000, seed=7)
     else:
-        out, mom = run_nuts(method == "nuts-dense", model, args)
+        out, mom = run_nuts(method == "nuts-dense", model, args, seed=10 * seed)
     wall = time.perf_counter() - t0
     row = {"family": family, "d": d, "dim": dim_of(family, d), "method": method,
            "wall_s": round(wall, 2),
            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
            **{k: round(v, 2) for k, v in clock.items()}, **out}
+    if seed:
+        row["seed"] = seed
     if row.get("ess"):
         row["grads_per_ess"] = round(row["grads"] / row["ess"], 2)
     if row.get("grads"):
         row["ms_per_grad"] = round(1e3 * wall / row["grads"], 4)  # first run: compile included
-    if moments_dir:
+    if moments_dir and not seed:
         os.makedirs(moments_dir, exist_ok=True)
         np.savez_compressed(os.path.join(moments_dir, f"{family}_{d}_{method}.npz"),
                             **{k: np.asarray(v, np.float64) for k, v in mom.items()})
@@ -347,39 +354,49 @@ def load_rows(path):
     return [json.loads(ln) for ln in text.splitlines() if ln.strip()]
 
 
+def _key(row):
+    return row["family"], row["d"], row["method"], row.get("seed", 0)
+
+
 def save_row(path, row):
-    """Put `row` into the JSON list at `path`, replacing a row of the same family, d and method."""
-    key = (row["family"], row["d"], row["method"])
-    rows = [r for r in load_rows(path) if (r["family"], r["d"], r["method"]) != key] + [row]
-    rows.sort(key=lambda r: (FAMILIES.index(r["family"]), r["d"], METHODS.index(r["method"])))
+    """Put `row` into the JSON list at `path`, replacing a row of the same family, d, method and
+    seed."""
+    rows = [r for r in load_rows(path) if _key(r) != _key(row)] + [row]
+    rows.sort(key=lambda r: (FAMILIES.index(r["family"]), r["d"], METHODS.index(r["method"]),
+                             r.get("seed", 0)))
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(rows, fh, indent=1)
     os.replace(tmp, path)
 
 
-def run_grid(families, dims, methods, out, timeout, max_dense_d, moments_dir, max_ref_d):
+def run_grid(families, dims, methods, out, timeout, max_dense_d, moments_dir, max_ref_d,
+             seeds=(0,)):
     rows = []
     for d in dims:
         for family in families:
-            for method in methods:
+            for method, seed in ((m, s) for m in methods for s in seeds):
+                if method == "reference" and seed:
+                    continue
                 if method == "nuts-dense" and d > max_dense_d:
                     continue
                 if method == "reference" and d > max_ref_d:
                     continue
                 env = dict(os.environ, INERTIA_JAX_CACHE="off", JAX_COMPILATION_CACHE_DIR="")
                 cmd = [sys.executable, os.path.abspath(__file__), "--one", family, str(d), method,
-                       "--moments", moments_dir or ""]
+                       "--moments", moments_dir or "", "--seed", str(seed)]
                 t0 = time.perf_counter()
                 try:
                     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
                     line = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
                     row = (json.loads(line[-1]) if line else
                            {"family": family, "d": d, "method": method,
+                            **({"seed": seed} if seed else {}),
                             "wall_s": round(time.perf_counter() - t0, 2),
                             "error": (p.stderr.strip().splitlines() or ["no output"])[-1][:300]})
                 except subprocess.TimeoutExpired:
                     row = {"family": family, "d": d, "method": method,
+                           **({"seed": seed} if seed else {}),
                            "error": f"over {timeout:.0f} s", "wall_s": round(time.perf_counter() - t0)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -440,6 +457,28 @@ def goals(rows, method="sample", peer="nuts-diag"):
     return "\n".join(lines)
 
 
+def seed_table(rows, method="sample", peer="nuts-diag"):
+    """Markdown table of gradients per ESS over seeds where `method` and `peer` ran with two or
+    more: each one's values by seed, and the ratio of their medians."""
+    import statistics
+
+    runs = {}
+    for r in rows:
+        if "error" not in r and r.get("grads_per_ess") and r["method"] in (method, peer):
+            runs.setdefault((r["family"], r["d"]), {}).setdefault(r["method"], {})[
+                r.get("seed", 0)] = r["grads_per_ess"]
+    lines = [f"| family | d | {method} grads per ESS, by seed | {peer}, by seed "
+             "| ratio of medians |", "|---|---|---|---|---|"]
+    for (fam, d), by in sorted(runs.items(), key=lambda kv: (FAMILIES.index(kv[0][0]), kv[0][1])):
+        a, b = by.get(method, {}), by.get(peer, {})
+        if len(a) < 2 or len(b) < 2:
+            continue
+        show = lambda v: ", ".join(f"{v[s]:.1f}" for s in sorted(v))  # noqa: E731
+        ratio = statistics.median(a.values()) / statistics.median(b.values())
+        lines.append(f"| {fam} | {dim_of(fam, d)} | {show(a)} | {show(b)} | {ratio:.2f} |")
+    return "\n".join(lines)
+
+
 LABELS = {"sample": "inertia sample", "sample-low-rank": "inertia sample (low-rank forced)",
           "fit": "inertia fit", "nuts-diag": "NUTS diagonal", "nuts-dense": "NUTS dense",
           "mclmc": "BlackJAX MCLMC", "reference": "reference NUTS (5,000 draws)"}
@@ -495,21 +534,29 @@ def main(argv=None):
     ap.add_argument("--moments", default=MOMENTS, help="folder of each run's moments ('' : none)")
     ap.add_argument("--plot", default=None)
     ap.add_argument("--report", default=None, help="tables (and --plot) of a saved run")
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0],
+                    help="samplers' seeds (the data are seed 0's); the tables and the plot are "
+                         "seed 0's, the seed table the spread over all")
+    ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--one", nargs=3, metavar=("FAMILY", "D", "METHOD"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.one:
-        print(json.dumps(one(a.one[0], int(a.one[1]), a.one[2], a.moments)), flush=True)
+        print(json.dumps(one(a.one[0], int(a.one[1]), a.one[2], a.moments, a.seed)), flush=True)
         return
     if a.report:
         rows = load_rows(a.report)
     else:
         rows = run_grid(a.families, a.dims, a.methods, a.json, a.timeout, a.max_dense_d,
-                        a.moments, a.max_ref_d)
-    print(table(rows, a.moments))
+                        a.moments, a.max_ref_d, a.seeds)
+    first = [r for r in rows if not r.get("seed")]
+    print(table(first, a.moments))
     print()
-    print(goals(rows))
+    print(goals(first))
+    if any(r.get("seed") for r in rows):
+        print()
+        print(seed_table(rows))
     if a.plot:
-        plot(rows, a.plot)
+        plot(first, a.plot)
 
 
 if __name__ == "__main__":

@@ -184,15 +184,21 @@ def test_funnel_is_not_called_converged_and_readapts_at_most_max_retries_times()
     assert res.tuning["final_accept"] == targets[-1]
     after = [r for r in runs if r.get("after_sampling_divergences")]
     div = sum(res.chains["divergences"])
-    # the kept run still diverges (the neck), so every retry was spent, and no more
-    assert div > 0 and len(after) == MAX_RETRIES
     v = res.diagnostics.verdict()
-    assert f"{div} divergent transitions after warm-up" in v
+    # retries stop when a sampling run does not diverge or when MAX_RETRIES are spent; whether the
+    # kept run at the last raised acceptance still meets the neck is the luck of its 300 steps
+    # (seeds 0-5: 0, 0, 3, 1, 7, 1 divergences, 2 retries each), so the rule is checked either way
+    assert 1 <= len(after) <= MAX_RETRIES
+    if div > 0:
+        assert len(after) == MAX_RETRIES
+        assert f"{div} divergent transitions after warm-up" in v
+    else:
+        assert "divergent transitions after warm-up" not in v
     assert f"forced the target acceptance up to {targets[-1]:.3g}" in v and "reparameterise" in v
     # the sampling runs discarded by the retries count too: beyond warm-up + kept run by at least
     # one gradient per chain and iteration of each discarded run
     kept = int(res.info["num_grads"].sum())
-    assert res.total_grad_evals >= res.tuning["grad_evals"] + kept + MAX_RETRIES * 4 * 300
+    assert res.total_grad_evals >= res.tuning["grad_evals"] + kept + len(after) * 4 * 300
 
 
 def test_cli_json_has_per_chain_acceptance_and_total_gradients(capsys):

@@ -474,3 +474,25 @@ def test_frame_gradient_under_vmap_in_both_branches():
         np.testing.assert_allclose(np.asarray(v) - np.asarray(v)[0],
                                    0.5 * np.einsum("ij,jk,ik->i", r, P, r)
                                    - 0.5 * r[0] @ P @ r[0], rtol=1e-10, atol=1e-10)
+
+
+def test_batched_gradients_are_each_chains_own():
+    """The target's (V, grad V) under vmap (the chains side by side; on the CPU evaluated one
+    chain after another) equals each row's own evaluation, with unbatched arguments (a frame's
+    arrays) broadcast: the closed form of a Gaussian with a data-indexed mean."""
+    import jax
+    import jax.numpy as jnp
+
+    from inertia.targets import from_potential
+
+    idx = np.array([2, 0, 1, 1, 2])
+    mu = jnp.asarray([0.5, -1.0, 2.0])
+
+    t = from_potential(lambda x: 0.5 * jnp.sum((x - mu[idx]) ** 2), 5, name="indexed")
+    vg = frames.value_and_grad_of(t)
+    X = np.random.default_rng(0).normal(size=(4, 5))
+    scale = jnp.asarray([1.0, 2.0, 0.5, 1.5, 1.0])
+    v, g = jax.jit(jax.vmap(lambda x, s: vg(s * x), in_axes=(0, None)))(X, scale)
+    r = np.asarray(scale) * X - np.asarray(mu)[idx]
+    np.testing.assert_allclose(np.asarray(v), 0.5 * np.sum(r**2, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(np.asarray(g), r, rtol=1e-13, atol=1e-15)
