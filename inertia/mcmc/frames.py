@@ -39,6 +39,10 @@ import numpy as np
 
 DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense NUTS there; at d = 303
 # the low-rank frame took 7.6x fewer gradients per ESS than the dense one on a hierarchical logistic)
+# from this d the chains' batched gradients run one chain after another on the CPU (first runs,
+# sequential against vmapped: 260 against 327 s on the hierarchical logistic and 122 against
+# 144 s on the GLMM at d = 10,000, the field unchanged; at d <= 3,000 mixed, -9 to +9 %)
+SEQUENTIAL_MIN_DIM = 5000
 MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
@@ -119,11 +123,14 @@ KINDS = ("auto", "dense") + tuple(FRAMES)
 @functools.lru_cache(maxsize=32)
 def value_and_grad_of(target):
     """jax.value_and_grad of the target's potential, one per target (compiled programs key on it).
-    On the CPU, batched (the chains under vmap) it runs one chain after another (`lax.map`):
-    XLA's CPU gathers and scatters with a batch dimension (a model indexing by data, a[g]) cost up
-    to 1.5 times as much per gradient as the same work in a loop; accelerators keep vmap."""
+    On the CPU from d = SEQUENTIAL_MIN_DIM, batched (the chains under vmap) it runs one chain after
+    another (`lax.map`): there the gradient's cost dominates, and XLA's CPU gathers and scatters
+    with a batch dimension (a model indexing by data, a[g]) cost more than the same work looped;
+    below it the loop's compilation and overhead cost as much as it saves; accelerators keep vmap."""
     vg = jax.value_and_grad(target.potential)
-    return jax.custom_batching.sequential_vmap(vg) if jax.default_backend() == "cpu" else vg
+    if jax.default_backend() == "cpu" and target.dim >= SEQUENTIAL_MIN_DIM:
+        return jax.custom_batching.sequential_vmap(vg)
+    return vg
 
 
 def uses_dense(d: int, frame: str = "auto") -> bool:

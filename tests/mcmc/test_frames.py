@@ -476,10 +476,12 @@ def test_frame_gradient_under_vmap_in_both_branches():
                                    - 0.5 * r[0] @ P @ r[0], rtol=1e-10, atol=1e-10)
 
 
-def test_batched_gradients_are_each_chains_own():
-    """The target's (V, grad V) under vmap (the chains side by side; on the CPU evaluated one
-    chain after another) equals each row's own evaluation, with unbatched arguments (a frame's
-    arrays) broadcast: the closed form of a Gaussian with a data-indexed mean."""
+@pytest.mark.parametrize("sequential", [False, True])
+def test_batched_gradients_are_each_chains_own(sequential, monkeypatch):
+    """The target's (V, grad V) under vmap (the chains side by side; on the CPU from
+    SEQUENTIAL_MIN_DIM evaluated one chain after another, forced here at d = 5) equals each row's
+    own evaluation, with unbatched arguments (a frame's arrays) broadcast: the closed form of a
+    Gaussian with a data-indexed mean."""
     import jax
     import jax.numpy as jnp
 
@@ -488,8 +490,11 @@ def test_batched_gradients_are_each_chains_own():
     idx = np.array([2, 0, 1, 1, 2])
     mu = jnp.asarray([0.5, -1.0, 2.0])
 
-    t = from_potential(lambda x: 0.5 * jnp.sum((x - mu[idx]) ** 2), 5, name="indexed")
-    vg = frames.value_and_grad_of(t)
+    t = from_potential(lambda x: 0.5 * jnp.sum((x - mu[idx]) ** 2), 5, name=f"indexed-{sequential}")
+    monkeypatch.setattr(frames, "SEQUENTIAL_MIN_DIM", 0 if sequential else 10**9)
+    vg = frames.value_and_grad_of.__wrapped__(t)
+    loops = "scan[" in str(jax.make_jaxpr(jax.vmap(vg))(np.zeros((4, 5))))
+    assert loops == (sequential and jax.default_backend() == "cpu")
     X = np.random.default_rng(0).normal(size=(4, 5))
     scale = jnp.asarray([1.0, 2.0, 0.5, 1.5, 1.0])
     v, g = jax.jit(jax.vmap(lambda x, s: vg(s * x), in_axes=(0, None)))(X, scale)
