@@ -394,14 +394,23 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
     `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM or
     with a `precondition` other than "auto", else diagonal or low-rank by the warm-up draws)."""
-    from ..convergence import prefetch
-    from .start import start as _start
-    from .warmup import fit_gaussian, whiten
+    from .warmup import fit_gaussian
 
     if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
-                           target_accept=target_accept, kind=frame)
+                           target_accept=target_accept, kind=frame, tune_step=tune_step)
     fit = fit_gaussian(target, precondition, seed=seed)
+    return _run_dense(target, method, num_chains, key, fit, init=init,
+                      target_accept=target_accept, tune_step=tune_step)
+
+
+def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tune_step):
+    """The warm-up in the dense frame of a Gaussian fit: stage 1, the frame kept or refined by the
+    draws' covariance, stage 2, the trajectory rule and the divergence raises."""
+    from ..convergence import prefetch
+    from .start import start as _start
+    from .warmup import whiten
+
     prefetch()  # the diagnostics' ArviZ loads while the chains compile and run
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
     d = target.dim
@@ -474,20 +483,32 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     return wt, fit, params, state, vg, report
 
 
-def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind):
+def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind,
+                tune_step=True):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
     matrix: MAP by L-BFGS, the diagonal start frame from Hessian probes, stage 1, the frame refined
     by its draws and their gradients, stage 2, then the trajectory rule on the draws' denoised
     spectrum capped by the whitened Hessian's curvature, and the divergence raises of the dense
-    warm-up."""
+    warm-up. Up to frames.LAPLACE_DENSE_MAX_DIM (frame "auto") the dense Laplace fit at the MAP
+    is tried first and taken when it whitens the target (`warmup.good_laplace_fit`)."""
     from ..targets.base import jitted
     from ..targets.mode import map_estimate
     from .start import start as _start
-    from .warmup import GaussianFit
+    from .warmup import GaussianFit, good_laplace_fit
 
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
     mode, grads = map_estimate(target, x0)
+    laplace_why = None
+    if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM:
+        lap, g, laplace_why = good_laplace_fit(target, mode, seed=seed)
+        grads += g
+        if lap is not None:  # a dense frame that whitens the target: the dense warm-up
+            lap.info["why"] = (f"d = {d} > {frames.DENSE_MAX_DIM}, <= "
+                               f"{frames.LAPLACE_DENSE_MAX_DIM}: {laplace_why}")
+            lap = dataclasses.replace(lap, grad_evals=grads)
+            return _run_dense(target, method, num_chains, key, lap, init=init,
+                              target_accept=target_accept, tune_step=tune_step)
     fr = frames.start_frame(target, mode, seed=seed).padded()  # one program for every frame
     g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
     decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
@@ -526,6 +547,8 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     chain_grads += g
     kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
     why = (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)
+    if laplace_why is not None:
+        why += f"; no dense Laplace frame: {laplace_why}"
     if len(tried) > 1:
         why += "; " + frames.describe_trial(tried)
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),

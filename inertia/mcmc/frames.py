@@ -43,6 +43,11 @@ DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense 
 # sequential against vmapped: 260 against 327 s on the hierarchical logistic and 122 against
 # 144 s on the GLMM at d = 10,000, the field unchanged; at d <= 3,000 mixed, -9 to +9 %)
 SEQUENTIAL_MIN_DIM = 5000
+# up to this d (beyond DENSE_MAX_DIM) the frame is the dense Laplace fit where that whitens the
+# target (warmup.good_laplace_fit): latent field d = 289, 11 against 21 gradients per ESS; a
+# logistic regression with AR(0.9) predictors at d = 200, 16 against 91; at d = 1,024 the dense
+# frame lost (57 against 34, 29 against 12 s)
+LAPLACE_DENSE_MAX_DIM = 300
 MAX_RANK = 16  # eigen-directions of the low-rank frame
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite

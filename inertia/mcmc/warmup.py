@@ -95,6 +95,39 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     return GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info)
 
 
+# beyond frames.DENSE_MAX_DIM (up to frames.LAPLACE_DENSE_MAX_DIM) the sampler's frame is the
+# dense Laplace fit only when this whitened kappa_hat and positive definite Hessians at its draws
+# say it whitens the target
+LAPLACE_KAPPA = 100.0
+
+
+def good_laplace_fit(target: Target, mode, *, seed: int = 0):
+    """(GaussianFit or None, gradient evaluations, why): the Laplace fit at `mode` (its Newton
+    refinement from there) when it is a good frame: MAP converged, hess V positive definite there
+    and at the fit's draws, whitened kappa_hat < LAPLACE_KAPPA; None (with the reason) otherwise."""
+    from ..targets.curvature import estimate_curvature
+
+    if target.hess_matmul_fn is None:
+        target = target.replace(hess_matmul_fn=_compile.jit(
+            lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
+    est = estimate_curvature(target, init=np.asarray(mode, np.float64), num_points=1, margin=1.0,
+                             seed=seed)
+    grads = est.grad_evals + 2 * est.hvp_evals
+    info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
+            "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
+    if not (est.map_converged and est.lambda_min[0] > 0) or np.ndim(est.factor) != 2:
+        return None, grads, "the Hessian at the MAP is not positive definite"
+    kappa, hvps, indefinite = _whitened_kappa(target, est.mode, est.factor, seed)
+    grads += 2 * hvps
+    info["whitened_kappa"] = kappa
+    if indefinite:
+        return None, grads, "the Hessian is indefinite at a draw of the Laplace fit"
+    if not kappa < LAPLACE_KAPPA:
+        return None, grads, f"the Laplace-whitened kappa_hat {kappa:.3g} >= {LAPLACE_KAPPA:g}"
+    return (GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info),
+            grads, f"the Laplace fit whitens the target (kappa_hat {kappa:.3g})")
+
+
 def _whitened_kappa(target, mode, factor, seed):
     """(beta_hat / alpha_hat, HVPs, indefinite) of V(mode + factor z) at draws of N(0, I): the
     condition number the chains would see in the Laplace frame (the automatic VI switches method at
