@@ -393,7 +393,9 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
     `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM or
-    with a `precondition` other than "auto", else diagonal or low-rank by the warm-up draws)."""
+    with a `precondition` other than "auto"; else up to frames.LAPLACE_DENSE_MAX_DIM the dense
+    Laplace fit where it whitens the target, and otherwise diagonal or low-rank by the warm-up
+    draws)."""
     from .warmup import fit_gaussian
 
     if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
