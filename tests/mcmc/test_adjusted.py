@@ -187,7 +187,8 @@ def test_funnel_is_not_called_converged_and_readapts_at_most_max_retries_times()
     v = res.diagnostics.verdict()
     # retries stop when a sampling run does not diverge or when MAX_RETRIES are spent; whether the
     # kept run at the last raised acceptance still meets the neck is the luck of its 300 steps
-    # (seeds 0-5: 0, 0, 3, 1, 7, 1 divergences, 2 retries each), so the rule is checked either way
+    # (seeds 0-5: 2, 2, 7, 7, 4, 1 divergences after 2 retries each; 0 at seeds 0 and 1 when only
+    # the gradients' rounding changed), so the rule is checked either way
     assert 1 <= len(after) <= MAX_RETRIES
     if div > 0:
         assert len(after) == MAX_RETRIES
