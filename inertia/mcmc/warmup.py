@@ -110,8 +110,11 @@ def good_laplace_fit(target: Target, mode, *, seed: int = 0):
     if target.hess_matmul_fn is None:
         target = target.replace(hess_matmul_fn=_compile.jit(
             lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
-    est = estimate_curvature(target, init=np.asarray(mode, np.float64), num_points=1, margin=1.0,
-                             seed=seed)
+    try:
+        est = estimate_curvature(target, init=np.asarray(mode, np.float64), num_points=1,
+                                 margin=1.0, seed=seed)
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:  # the frames need no Hessian
+        return None, 0, f"the Laplace fit failed ({type(err).__name__}: {err})"
     grads = est.grad_evals + 2 * est.hvp_evals
     info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
             "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}

@@ -267,6 +267,27 @@ def test_good_laplace_fit_is_the_exact_factor_of_a_gaussian_and_refuses_a_heavy_
     assert fit is None and "indefinite" in why and grads >= 2 * d
 
 
+def test_a_failing_laplace_fit_leaves_the_scaled_frames(monkeypatch):
+    """Where the Laplace fit itself fails (here the curvature estimate raises), good_laplace_fit
+    says so and the warm-up goes on in the scaled frames: the try is an optimisation, never a new
+    way for sample to fail."""
+    from inertia.mcmc import warmup
+    from inertia.targets import curvature, from_potential
+
+    def broken(*a, **k):
+        raise np.linalg.LinAlgError("Matrix is not positive definite")
+
+    monkeypatch.setattr(curvature, "estimate_curvature", broken)
+    d = 120
+    t = from_potential(lambda x: 0.5 * jnp.sum(x**2), d, name="gauss-120")
+    fit, grads, why = warmup.good_laplace_fit(t, np.zeros(d), seed=0)
+    assert fit is None and grads == 0 and "LinAlgError" in why
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = sample(t, seed=0, num_steps=200)
+    assert "frame" in res.tuning["precondition"] and "LinAlgError" in res.tuning["fit"]["why"]
+
+
 def test_sample_beyond_the_dense_limit_takes_a_whitening_laplace_frame():
     """frames.DENSE_MAX_DIM < d <= LAPLACE_DENSE_MAX_DIM: sample(target) on the AR(1) Gaussian
     runs in the dense Laplace frame (it whitens the target exactly), says why, counts the fit's
