@@ -457,6 +457,10 @@ def goals(rows, method="sample", peer="nuts-diag"):
     return "\n".join(lines)
 
 
+def _by_seed(values: dict) -> str:
+    return ", ".join(f"{values[s]:.1f}" for s in sorted(values))
+
+
 def seed_table(rows, method="sample", peer="nuts-diag"):
     """Markdown table of gradients per ESS over seeds where `method` and `peer` ran with two or
     more: each one's values by seed, and the ratio of their medians."""
@@ -473,9 +477,8 @@ def seed_table(rows, method="sample", peer="nuts-diag"):
         a, b = by.get(method, {}), by.get(peer, {})
         if len(a) < 2 or len(b) < 2:
             continue
-        show = lambda v: ", ".join(f"{v[s]:.1f}" for s in sorted(v))  # noqa: E731
         ratio = statistics.median(a.values()) / statistics.median(b.values())
-        lines.append(f"| {fam} | {dim_of(fam, d)} | {show(a)} | {show(b)} | {ratio:.2f} |")
+        lines.append(f"| {fam} | {dim_of(fam, d)} | {_by_seed(a)} | {_by_seed(b)} | {ratio:.2f} |")
     return "\n".join(lines)
 
 

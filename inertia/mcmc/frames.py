@@ -2,7 +2,8 @@
 
 The warm-up runs the chains on V_w(z) = V(m + F z). Up to DENSE_MAX_DIM parameters F is a dense
 factor (`adapt`: the Laplace or VI fit, refined by the warm-up draws' covariance; O(d^2) per
-gradient, O(d^3) to build). Beyond it the frame is one of FRAMES:
+gradient, O(d^3) to build); up to LAPLACE_DENSE_MAX_DIM it is still the dense Laplace fit where
+that whitens the target (`warmup.good_laplace_fit`). Otherwise the frame is one of FRAMES:
 
 - "diagonal": F = diag(s), O(d) per gradient;
 - "low-rank": F = diag(s) (I + U diag(sqrt(lam) - 1) U^T), U (d, r) orthonormal: covariance
@@ -14,20 +15,20 @@ stage-1 warm-up draws and their gradients g then set s by s_i (sd(z_i) / sd(g_i)
 (`pair_scale`, the Fisher-divergence diagonal nutpie adapts, Seyboldt, Carlson & Carpenter) and,
 after that scaling, the eigen-directions of their covariance whose eigenvalue lies above the
 Marchenko-Pastur bulk of an identity covariance (for the draws' effective number, their lag-1
-autocorrelation read as AR(1); at most MAX_RANK, the eigenvalue corrected for the
-spiked-covariance bias, Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual averaging of the
-step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal
-one (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts
-each frame's gradients per effective sample from its own stage-2 step size, acceptance and
-draws' denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the
-whitened Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`); the cheaper is
-kept (low-rank on a tie). Directions that the draws show but the target's geometry does not reward (a transient of the early warm-up, or a
-covariance direction along which the local curvature is much higher than its variance implies,
-as in hierarchical models) cost the low-rank frame its step size, and the diagonal frame wins.
-The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not finite (the start
-frame's scale of a nearly flat coordinate, e.g. a group scale whose log is driven far down at a
-hierarchical model's MAP, can reach overflow) moves halfway to the MAP until it is finite.
-`sample(..., frame=...)` forces a kind ("dense" at any d; "diagonal"; "low-rank").
+autocorrelation read as AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance
+bias, Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual averaging of the
+step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal one
+(the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts each
+frame's gradients per effective sample from its own stage-2 step size, acceptance and draws'
+denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the whitened
+Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`); the cheaper is kept (low-rank
+on a tie). Directions that the draws show but the target's geometry does not reward (a transient of
+the early warm-up, or a covariance direction along which the local curvature is much higher than
+its variance implies, as in hierarchical models) cost the low-rank frame its step size, and the
+diagonal frame wins. The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not
+finite (the start frame's scale of a nearly flat coordinate, e.g. a group scale whose log is driven
+far down at a hierarchical model's MAP, can reach overflow) moves halfway to the MAP until it is
+finite. `sample(..., frame=...)` forces a kind ("dense" at any d; "diagonal"; "low-rank").
 """
 from __future__ import annotations
 

@@ -61,17 +61,9 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     estimated kappa at draws of the fit >= SWITCH_KAPPA, or hess V indefinite at one of them);
     "none": identity factor at the MAP.
     """
-    from ..targets.curvature import estimate_curvature
-
-    if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
-        target = target.replace(hess_matmul_fn=_compile.jit(
-            lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
-    est = estimate_curvature(target, num_points=1, margin=1.0, seed=seed)
+    target, est, info, grads = _laplace(target, seed)
     if np.ndim(est.factor) == 1:  # d > MATRIX_FREE_DIM: the dense frame (forced) needs diag(s)
         est = dataclasses.replace(est, factor=np.diag(est.factor))
-    info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
-            "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
-    grads = est.grad_evals + 2 * est.hvp_evals
     if precondition == "none":
         return GaussianFit(np.asarray(est.mode), np.eye(target.dim), "none", grads, info)
     laplace_ok = est.map_converged and est.lambda_min[0] > 0
@@ -80,11 +72,10 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
         kappa, hvps, indefinite = _whitened_kappa(target, est.mode, est.factor, seed)
         grads += 2 * hvps
         info["whitened_kappa"] = kappa
-        if kappa >= SWITCH_KAPPA:  # the Laplace fit is a poor frame: fit q by VI
-            laplace_ok, budget = False, VI_WARMUP
-        elif indefinite:  # not log-concave where the Laplace fit puts mass: q by a short VI fit
-            laplace_ok, budget = False, VI_WARMUP
+        if indefinite:  # not log-concave where the Laplace fit puts mass
             info["indefinite_at_laplace_draws"] = True
+        if kappa >= SWITCH_KAPPA or indefinite:  # the Laplace fit is a poor frame: q by VI
+            laplace_ok, budget = False, VI_WARMUP
     if precondition == "vi" or (precondition == "auto" and not laplace_ok):
         vi = _vi_fit(target, seed, **budget)
         if vi is not None:
@@ -93,6 +84,20 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
             return GaussianFit(mean, factor, "vi", grads + g, info)
         info.update(vi="VI fit failed: Laplace fit used")
     return GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info)
+
+
+def _laplace(target: Target, seed: int, init=None):
+    """(target with a compiled dense Hessian product, `estimate_curvature` at the MAP found from
+    `init` (None: the target's start), its info, gradient evaluations with HVPs as 2)."""
+    from ..targets.curvature import estimate_curvature
+
+    if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
+        target = target.replace(hess_matmul_fn=_compile.jit(
+            lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
+    est = estimate_curvature(target, init=init, num_points=1, margin=1.0, seed=seed)
+    info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
+            "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
+    return target, est, info, est.grad_evals + 2 * est.hvp_evals
 
 
 # beyond frames.DENSE_MAX_DIM (up to frames.LAPLACE_DENSE_MAX_DIM) the sampler's frame is the
@@ -105,19 +110,10 @@ def good_laplace_fit(target: Target, mode, *, seed: int = 0):
     """(GaussianFit or None, gradient evaluations, why): the Laplace fit at `mode` (its Newton
     refinement from there) when it is a good frame: MAP converged, hess V positive definite there
     and at the fit's draws, whitened kappa_hat < LAPLACE_KAPPA; None (with the reason) otherwise."""
-    from ..targets.curvature import estimate_curvature
-
-    if target.hess_matmul_fn is None:
-        target = target.replace(hess_matmul_fn=_compile.jit(
-            lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
     try:
-        est = estimate_curvature(target, init=np.asarray(mode, np.float64), num_points=1,
-                                 margin=1.0, seed=seed)
+        target, est, info, grads = _laplace(target, seed, np.asarray(mode, np.float64))
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:  # the frames need no Hessian
         return None, 0, f"the Laplace fit failed ({type(err).__name__}: {err})"
-    grads = est.grad_evals + 2 * est.hvp_evals
-    info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
-            "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
     if not (est.map_converged and est.lambda_min[0] > 0) or np.ndim(est.factor) != 2:
         return None, grads, "the Hessian at the MAP is not positive definite"
     kappa, hvps, indefinite = _whitened_kappa(target, est.mode, est.factor, seed)
