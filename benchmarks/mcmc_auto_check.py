@@ -4,7 +4,7 @@ Per target: inertia's automatic warm-up, then sampling until bulk ESS >= 400 (at
 BlackJAX NUTS with `window_adaptation` (dense mass matrix, 1000 steps) and 1000 draws per chain.
 Four chains each from N(0, I) on the unconstrained space. Reported: gradient evaluations per chain
 (warm-up included), the worst standardised errors of the mean and sd against the Gym's ground truth
-(identity space), the least ArviZ bulk ESS, gradients per effective sample, inertia's verdict.
+(identity space), the least bulk ESS, gradients per effective sample, inertia's verdict.
 Run: `nice -n 19 python benchmarks/mcmc_auto_check.py [--targets a,b] [--method M] [--json PATH]`;
 the numbers in docs/hfhr.md are in benchmarks/results/mcmc_auto_check.json.
 """
@@ -25,7 +25,7 @@ import inertia.config
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
 import inertia  # noqa: F401  (float64)
-from inertia.diagnostics import arviz_stats
+from inertia.diagnostics import chain_stats
 from inertia.targets import from_potential
 
 CHAINS = 4
@@ -57,7 +57,7 @@ def gym_target(name):
 def errors(draws, constrain, mu, sd):
     y = np.asarray(jax.jit(jax.vmap(jax.vmap(constrain)))(jnp.asarray(draws)))
     flat = y.reshape(-1, y.shape[-1])
-    ess = float(np.nanmin(arviz_stats(y)["ess_bulk"]))
+    ess = float(np.nanmin(chain_stats(y)["ess_bulk"]))
     return (float(np.max(np.abs(flat.mean(0) - mu) / sd)),
             float(np.max(np.abs(flat.std(0, ddof=1) - sd) / sd)), ess)
 

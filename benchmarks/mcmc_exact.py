@@ -4,7 +4,7 @@ Per target: inertia's default `sample(target, seed=s)` (Laplace/VI preconditione
 step, trajectory by gradients per ESS, run until bulk ESS >= 400) and NumPyro NUTS(dense_mass=True),
 1000 warm-up + 1000 draws, 4 chains each. Gradients are every gradient of the run, all chains and
 warm-up included (inertia: `res.total_grad_evals`, fit and HVPs counted; NUTS: the leapfrog steps of
-warm-up and sampling). ESS is ArviZ's least bulk ESS over the model's parameters (rank-based, so
+warm-up and sampling). ESS is the least bulk ESS (inertia's diagnostics) over the model's parameters (rank-based, so
 the same in constrained and unconstrained coordinates). Errors are the largest over parameters of
 |mean - ref| / sd_ref and |sd - sd_ref| / sd_ref against closed forms (Gaussian, Student-t, banana,
 funnel) or a long NUTS reference run (4 x 25 000 draws). Optionally the unadjusted default of
@@ -30,7 +30,7 @@ import inertia.config
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
 import inertia  # noqa: F401  (float64)
-from inertia.diagnostics import arviz_stats
+from inertia.diagnostics import chain_stats
 from inertia.targets import from_potential, kappa_family
 
 CHAINS = 4
@@ -189,7 +189,7 @@ def reference(name, t, constrain, truth, cache):
 def score(y, ref):
     mu, sd = ref
     flat = y.reshape(-1, y.shape[-1])
-    ess = float(np.nanmin(arviz_stats(y)["ess_bulk"]))
+    ess = float(np.nanmin(chain_stats(y)["ess_bulk"]))
     return {"mean_err": float(np.max(np.abs(flat.mean(0) - mu) / sd)),
             "sd_err": float(np.max(np.abs(flat.std(0, ddof=1) - sd) / sd)), "ess": ess}
 

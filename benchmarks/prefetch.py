@@ -1,8 +1,8 @@
-"""ArviZ imported in the background: paired first runs of `inertia sample`, unpinned, with it off and on.
+"""ArviZ imported in the background: paired first runs of `inertia fit`, unpinned, with it off and on.
 
-On a machine with two or more cores the sampler imports ArviZ (for R-hat and ESS) in a background
-thread while its chains compile and run (`inertia._prefetch`); on one core it does not. This runs
-`inertia sample --model model.py:model --data data.csv` on the user models of `user_run.py`, each
+On a machine with two or more cores `inertia fit` imports ArviZ (for its PSIS check) in a
+background thread while the fit compiles and runs (`inertia._prefetch`); on one core it does not.
+This runs `inertia fit --model model.py:model --data data.csv` on the user models of `user_run.py`, each
 in a fresh process with its own empty compilation cache, with INERTIA_PREFETCH=off and on in
 alternation (off first in odd pairs, on first in even ones), not pinned, and reports per model the
 median wall seconds of each and the median of the paired differences (on - off).
@@ -51,7 +51,7 @@ def main(argv=None):
                                INERTIA_JAX_CACHE=os.path.join(root, "cache", f"{m}.{mode}.{r}"))
                     log = os.path.join(root, "logs", f"{m}.{mode}.{r}")
                     os.makedirs(os.path.dirname(log), exist_ok=True)
-                    rec = user_run._run_one(user_run._argv("cli_sample", folders[m], probe), env, log)
+                    rec = user_run._run_one(user_run._argv("cli_fit", folders[m], probe), env, log)
                     runs[m][mode].append(rec["wall_s"])
                     print(f"  [{r}] {m:14s} prefetch {mode:3s} {rec['wall_s']:6.2f} s  rc {rec['rc']}",
                           file=sys.stderr, flush=True)

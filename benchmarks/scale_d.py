@@ -20,7 +20,7 @@ Runs (each in a fresh process, float64 enabled explicitly in the peers' processe
   another seed), run where affordable; its per-coordinate means, sds and Monte Carlo standard
   errors are the reference of the errors below.
 Per run: gradients including warm-up (all chains), min bulk ESS and max R-hat over parameters
-(ArviZ, on the unconstrained draws), gradients per ESS, first-run wall time (model set-up,
+(`inertia.diagnostics.chain_stats`, on the unconstrained draws), gradients per ESS, first-run wall time (model set-up,
 compilation and run), the process's peak resident memory, the verdict (inertia's own; peers:
 R-hat <= 1.01 and ESS >= 400), the seconds spent tracing, lowering and compiling (jax.monitoring)
 and, for inertia's runs, the time per gradient step. `fit` has no ESS: its row gives gradients,
@@ -120,14 +120,14 @@ def model_and_data(family: str, d: int, seed: int = 0):
 
 
 def _summary(draws):
-    """(min bulk ESS, max R-hat, moments) of draws (chain, draw, d), ArviZ; moments are the
+    """(min bulk ESS, max R-hat, moments) of draws (chain, draw, d) (inertia's diagnostics); moments are the
     per-coordinate mean, sd, MCSE of the mean and bulk ESS."""
     import numpy as np
 
-    from inertia.diagnostics import arviz_stats
+    from inertia.diagnostics import chain_stats
 
     x = np.asarray(draws, dtype=np.float64)
-    st = arviz_stats(x)
+    st = chain_stats(x)
     flat = x.reshape(-1, x.shape[-1])
     mom = {"mean": flat.mean(0), "sd": flat.std(0, ddof=1), "mcse": st["mcse_mean"],
            "ess": st["ess_bulk"]}

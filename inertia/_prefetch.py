@@ -2,8 +2,8 @@
 in the `inertia` command's own process only (`allow()`), never in a Python user's process.
 
 XLA compiles and executes with the GIL released, so on a machine with a second free core an import
-started at the beginning of a sampler's chains (ArviZ for the diagnostics: about 1.3 s of xarray,
-pandas, scipy.stats and matplotlib) finishes while the chains compile and run. With one core the
+started at the beginning of a run (ArviZ, for a saved result or VI's PSIS check: about 1.1 s of
+xarray, pandas and matplotlib) finishes while the run compiles and computes. With one core the
 thread would only take turns with the run, so nothing is started there. The run's own `import`
 of the module waits for the thread (Python's per-module import lock) and raises any error itself.
 """

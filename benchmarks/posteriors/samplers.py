@@ -25,7 +25,7 @@ import inertia.config
 
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
-from inertia.diagnostics import arviz_stats
+from inertia.diagnostics import chain_stats
 
 CHAINS = 4
 MAX_KEPT = 4000  # draws kept per chain (thinned beyond)
@@ -45,10 +45,10 @@ def stacked(post, draws):
 
 
 def summarise(post, draws):
-    """Per named quantity: mean, sd, MCSE of both, bulk ESS and R-hat (ArviZ) of draws
+    """Per named quantity: mean, sd, MCSE of both, bulk ESS and R-hat (inertia's diagnostics) of draws
     (chain, draw, dim)."""
     names, x = stacked(post, draws)
-    st = arviz_stats(x)
+    st = chain_stats(x)
     flat = x.reshape(-1, x.shape[-1])
     with np.errstate(all="ignore"):
         mean, sd = flat.mean(axis=0), flat.std(axis=0, ddof=1)

@@ -80,12 +80,16 @@ def check_output_file(path, option: str, regular: bool = False) -> None:
 
 def check_outputs(pairs) -> None:
     """Before a run: each (option, path) with a path can be written (`check_output_file`; --save
-    must be a regular file) and no two options name one file; else ValueError."""
+    must be a regular file) and no two options name one file; else ValueError. A --save starts
+    ArviZ's import (it writes the netCDF) in the background (`inertia._prefetch`)."""
+    from inertia import _prefetch
     from inertia._io import same_file
 
     given = [(o, p) for o, p in pairs if p is not None and str(p) != "-"]
     for option, path in given:
         check_output_file(path, option, regular=option == "--save")
+    if any(option == "--save" for option, _ in given):
+        _prefetch.module("arviz")
     for i, (o1, p1) in enumerate(given):
         for o2, p2 in given[i + 1:]:
             if same_file(p1, p2):

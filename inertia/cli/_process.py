@@ -81,7 +81,7 @@ def own_process(args, prefix: str) -> None:
     from inertia import _prefetch
     from inertia.diagnostics import quiet_arviz_notice
 
-    _prefetch.allow()  # ArviZ imported in the background while the chains run, where a core is free
+    _prefetch.allow()  # what the end needs imported in the background, where a core is free
     quiet_arviz_notice()
     watch_interrupts(args)
     warnings.formatwarning = (lambda message, category, *_a, **_k:

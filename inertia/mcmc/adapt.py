@@ -409,11 +409,9 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
 def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tune_step):
     """The warm-up in the dense frame of a Gaussian fit: stage 1, the frame kept or refined by the
     draws' covariance, stage 2, the trajectory rule and the divergence raises."""
-    from ..convergence import prefetch
     from .start import start as _start
     from .warmup import whiten
 
-    prefetch()  # the diagnostics' ArviZ loads while the chains compile and run
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
     d = target.dim
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}

@@ -117,8 +117,8 @@ class SampleResult:
         return callable_array(self.moments()[1], lambda b=None: self.moments(b)[1], "cov")
 
     def ess(self, burn_in=None) -> np.ndarray:
-        """Bulk effective sample size per coordinate of the kept draws (ArviZ's rank-normalised
-        estimator, as the diagnostics)."""
+        """Bulk effective sample size per coordinate of the kept draws (the rank-normalised
+        estimator of the diagnostics)."""
         return convergence.ess_bulk(self._kept(burn_in))
 
     def report(self, max_rows: Optional[int] = 40) -> str:
@@ -455,7 +455,6 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
     zeros = np.zeros(split3.shape[0], dtype=np.int64)
     carry = (state, split3[:, 2], zeros, zeros)
     jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
-    convergence.prefetch()  # ArviZ loads while the chains run (started in the warm-up if any)
     goal = num_steps // thinning
     cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
     block = max(1, min(goal, math.ceil(w.block / thinning)))

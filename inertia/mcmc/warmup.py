@@ -210,17 +210,17 @@ def moments_check(a, b, bias_tol: float, alpha: float = 1e-3) -> dict:
     """Compare draws at h (a) and h/2 (b), (chain, draw, dim), in standardised units.
 
     For first-order schemes the bias at h is about 2 (m_h - m_{h/2}). Over the d coordinates,
-    sum (diff / se)^2 is chi-square(d) without bias (se from ArviZ's MCSE of both runs); the check
+    sum (diff / se)^2 is chi-square(d) without bias (se from the MCSEs of both runs); the check
     fails when that is significant at level `alpha` and the root-mean-square excess
     2 sqrt(mean(diff^2 - se^2)) exceeds bias_tol, for the means or for the sds.
     """
     from scipy.stats import chi2
 
-    from ..diagnostics import arviz_stats
+    from ..diagnostics import chain_stats
 
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         return {"passed": False, "excess": float("inf"), "reason": "non-finite warm-up draws"}
-    sa, sb = arviz_stats(a), arviz_stats(b)
+    sa, sb = (chain_stats(v, ("mcse_mean", "mcse_sd")) for v in (a, b))
     fa, fb = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
     scale = np.maximum(fb.std(axis=0), 1e-300)
     out = {"passed": True, "excess": 0.0}
@@ -250,11 +250,9 @@ def run_warmup(target: Target, method, num_chains: int, key, *, precondition: st
                bias_tol: float = 0.03, init=None, runner=None, seed: int = 0):
     """The whole warm-up; `runner(wtarget, params, state, key, steps) -> (state, draws, diverged)`
     runs the chains. Returns (whitened target, fit, params dict, states, report)."""
-    from ..diagnostics import prefetch
     from .tuning import tune_ess
 
     fit = fit_gaussian(target, precondition, seed=seed)
-    prefetch()  # the moments checks' and diagnostics' ArviZ loads while the chains run
     wt = whiten(target, fit.mean, fit.factor)
     d = target.dim
     keys = jax.random.split(key, 4)

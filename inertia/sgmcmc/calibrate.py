@@ -148,8 +148,8 @@ def rel_fro(A, B) -> float:
 
 
 def empirical_ess(draws: np.ndarray) -> np.ndarray:
-    """Bulk effective sample size per coordinate of (chain, draw, dim) draws (ArviZ's
-    rank-normalised estimator, as the diagnostics)."""
+    """Bulk effective sample size per coordinate of (chain, draw, dim) draws (the
+    rank-normalised estimator of the diagnostics)."""
     return convergence.ess_bulk(draws)
 
 

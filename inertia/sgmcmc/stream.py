@@ -264,7 +264,6 @@ def run_to_ess(runner, key, starts, *, burn_in: int, num_draws: int, thin: int,
 
     Returns (draws (chain, draw, dim), kept draws run). Same key -> same numbers.
     """
-    convergence.prefetch()  # the diagnostics' ArviZ loads while the chains run
     k_burn, k_run = jax.random.split(key)
     states = init_states(starts)
     if burn_in:

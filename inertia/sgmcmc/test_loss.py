@@ -93,7 +93,7 @@ def per_draw(draws, X_test, y_test, *, chunk: int = 4096) -> np.ndarray:
 
 def empirical(draws, X_test, y_test) -> EmpiricalTestLoss:
     """Test loss averaged over SGD iterates (chain, draw, D), with an ESS-based standard error
-    (ArviZ's bulk ESS of the per-draw loss series); iid samples (n, D) count as one chain."""
+    (the diagnostics' bulk ESS of the per-draw loss series); iid samples (n, D) count as one chain."""
     from ..convergence import ess_bulk
 
     losses = per_draw(draws, X_test, y_test)

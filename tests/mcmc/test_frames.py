@@ -91,7 +91,7 @@ def test_exact_sampler_stays_exact_in_a_low_rank_frame():
     (sd^2 sqrt(2 / ESS)) of C_ii, and the variance along the most stretched direction within 20 %
     (its own ESS is at least ~200). A frame whose transpose or inverse were wrong would bias the
     draws by O(1)."""
-    from inertia.diagnostics import arviz_stats
+    from inertia.diagnostics import chain_stats
     from inertia.mcmc import sample
     from inertia.targets import gaussian
 
@@ -101,7 +101,7 @@ def test_exact_sampler_stays_exact_in_a_low_rank_frame():
     res = sample(gaussian(mu, np.linalg.inv(C)), frame="low-rank", seed=0)
     assert "low-rank" in res.tuning["precondition"]
     x = np.asarray(res.draws)
-    st = arviz_stats(x)
+    st = chain_stats(x)
     flat = x.reshape(-1, d)
     assert np.all(np.abs(flat.mean(0) - mu) <= 5 * st["mcse_mean"])
     var = np.diag(C)

@@ -26,9 +26,9 @@ def funnel_run():
 def _mcse_ok(draws, exact, what):
     """|mean of f(draws) - exact| <= 4 MCSE (ArviZ's, from the run's own autocorrelation): a
     false alarm about once in 16,000 checks at the run's ESS."""
-    from inertia.convergence import arviz_stats
+    from inertia.convergence import chain_stats
 
-    mcse = float(arviz_stats(np.asarray(draws)[..., None])["mcse_mean"][0])
+    mcse = float(chain_stats(np.asarray(draws)[..., None])["mcse_mean"][0])
     est = float(np.mean(draws))
     assert abs(est - exact) <= 4 * mcse, (what, est, exact, mcse)
 
