@@ -136,7 +136,7 @@ def _block_stats(x: np.ndarray, which: tuple) -> dict:
     return out
 
 
-_BLOCK = 256  # coordinates at a time: bounded temporaries at any d
+_BLOCK = 1 << 18  # draws x coordinates per block (2 MB): bounded temporaries at any d and length
 
 
 def _stats(x: np.ndarray, which: tuple) -> dict:
@@ -144,10 +144,12 @@ def _stats(x: np.ndarray, which: tuple) -> dict:
     a non-finite draw or there are fewer than 4 draws."""
     c, n, d = x.shape
     out = {k: np.full(d, np.nan) for k in which}
-    finite = np.flatnonzero(np.all(np.isfinite(x), axis=(0, 1)))
+    with np.errstate(invalid="ignore"):  # NaN and inf reach the extremes: no array of flags
+        finite = np.flatnonzero(np.isfinite(x.min(axis=(0, 1))) & np.isfinite(x.max(axis=(0, 1))))
     if n < 4:
         return out
-    blocks = [finite[lo:lo + _BLOCK] for lo in range(0, finite.size, _BLOCK)]
+    width = max(1, _BLOCK // (c * n))
+    blocks = [finite[lo:lo + width] for lo in range(0, finite.size, width)]
 
     def one(cols):
         with np.errstate(all="ignore"):

@@ -61,10 +61,10 @@ def test_blocks_and_threads_give_the_same_numbers(monkeypatch):
     """Coordinates in blocks of 3 on two threads, then one block on one thread: equal numbers."""
     rng = np.random.default_rng(7)
     x = _ar1(rng, 0.3, (3, 100, 10))
-    monkeypatch.setattr(convergence, "_BLOCK", 3)
+    monkeypatch.setattr(convergence, "_BLOCK", 3 * 300)
     monkeypatch.setattr(convergence._prefetch, "cores", lambda: 2)
     a = convergence._stats(x, STATS)
-    monkeypatch.setattr(convergence, "_BLOCK", 256)
+    monkeypatch.setattr(convergence, "_BLOCK", 1 << 18)
     monkeypatch.setattr(convergence._prefetch, "cores", lambda: 1)
     b = convergence._stats(x, STATS)
     for k in STATS:
