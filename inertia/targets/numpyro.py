@@ -29,11 +29,27 @@ INIT_RADIUS = 2.0  # starts drawn uniform(-2, 2) on the unconstrained space, as 
 INIT_TRIES = 100
 
 
+def _improper_value(msg):
+    """The value of a latent `ImproperUniform` site in the abstract trace (it has no sampler): its
+    support's image of zeros of the unconstrained shape, shaped as NumPyro's `init_to_uniform`
+    shapes it; None (NumPyro samples) for every other site."""
+    from numpyro.distributions import ImproperUniform
+    from numpyro.distributions.transforms import biject_to
+
+    fn = msg.get("fn")
+    if msg["type"] != "sample" or msg.get("is_observed") or not isinstance(fn, ImproperUniform):
+        return None
+    t = biject_to(fn.support)
+    shape = tuple(msg["kwargs"].get("sample_shape") or ()) + tuple(t.inverse_shape(fn.shape()))
+    return t(jnp.zeros(shape))
+
+
 def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None):
     """(prototype {site: zeros of its unconstrained shape}, potential_fn, postprocess_fn) from one
-    abstract trace of the model (`jax.eval_shape`: nothing is compiled). The functions are
-    NumPyro's public `potential_energy` and `constrain_fn`, as `initialize_model` builds them.
-    `labels` (a dict) receives each site's inverse-transform label (`results.labels`)."""
+    abstract trace of the model (`jax.eval_shape`: nothing is compiled; `ImproperUniform` sites
+    take `_improper_value`). The functions are NumPyro's public `potential_energy` and
+    `constrain_fn`, as `initialize_model` builds them. `labels` (a dict) receives each site's
+    inverse-transform label (`results.labels`)."""
     from functools import partial
 
     from numpyro import handlers
@@ -41,7 +57,8 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None
     from numpyro.infer.util import constrain_fn, potential_energy
 
     def proto(key):
-        tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
+        seeded = handlers.substitute(handlers.seed(model, key), substitute_fn=_improper_value)
+        tr = handlers.trace(seeded).get_trace(*model_args, **model_kwargs)
         latent = {k: site for k, site in tr.items()
                   if site["type"] == "sample" and not site["is_observed"]}
         discrete = {k: type(site["fn"]).__name__ for k, site in latent.items()
@@ -123,7 +140,7 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
 
     `model(*model_args, **kwargs)` is traced abstractly for its latent sites (observed sites fixed
-    by the arguments), and a start is drawn by NumPyro's init_to_uniform rule with the target's
+    by the arguments; `ImproperUniform` sites included), and a start is drawn by NumPyro's init_to_uniform rule with the target's
     compiled gradient, so that a new model costs one compilation of V and grad V before the fit;
     models that cannot be traced so fall back to `numpyro.infer.util.initialize_model`.
     Keyword arguments named alpha / beta /

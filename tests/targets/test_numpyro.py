@@ -180,3 +180,34 @@ def test_factor_fit_in_float32_on_integer_index_data():
     sd64 = np.sqrt(r64.cov.diagonal())
     assert np.max(np.abs(np.asarray(r32.mean) - np.asarray(r64.mean)) / sd64) < 0.08
     np.testing.assert_allclose(np.sqrt(r32.cov.diagonal()), sd64, rtol=0.06)
+
+
+def improper_model(y):
+    """A flat real vector (a random walk's values, its roughness a factor) and a flat positive
+    scale: ImproperUniform sites, which have no sampler."""
+    f = numpyro.sample("f", dist.ImproperUniform(dist.constraints.real_vector, (), (y.shape[0],)))
+    s = numpyro.sample("s", dist.ImproperUniform(dist.constraints.positive, (), ()))
+    numpyro.factor("walk", -0.5 * jnp.sum((f[1:] - f[:-1]) ** 2) - 0.5 * jnp.log(s) ** 2)
+    numpyro.sample("y", dist.Normal(f, s), obs=y)
+
+
+def test_improper_uniform_sites_are_traced_without_numpyro_initialisation(monkeypatch):
+    """ImproperUniform sites take their place in the abstract trace (no fall-back to NumPyro's
+    initialize_model, which compiles and searches for a start): the potential equals NumPyro's
+    potential_energy at random points, with the positive site's log-Jacobian, and the start is
+    finite."""
+    import inertia.targets.numpyro as tn
+    from numpyro.infer.util import potential_energy
+
+    def refuse():
+        raise AssertionError("initialize_model was called")
+
+    monkeypatch.setattr(tn, "_numpyro", refuse)
+    y = jnp.array([0.3, -0.2, 1.1, 0.4, 0.9])
+    t = from_numpyro(improper_model, y)
+    assert t.dim == 6 and t.info["sites"] == {"f": (5,), "s": ()}
+    assert np.isfinite(float(t.potential(t.info["init"])))
+    for x in jax.random.normal(jax.random.PRNGKey(2), (3, 6)):
+        ref = potential_energy(improper_model, (y,), {}, {"f": x[:5], "s": x[5]})
+        np.testing.assert_allclose(t.potential(x), ref, rtol=1e-12)
+    assert float(t.info["constrain"](x)["s"]) == pytest.approx(math.exp(float(x[5])))
