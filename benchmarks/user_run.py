@@ -359,8 +359,12 @@ def _argv(command, folder, probe):
     return [sys.executable, probe, "--script", os.path.join(folder, command + ".py")]
 
 
+VERDICT_RC = (3, 4)  # ran to the end, verdict not met: not converged (3), unreliable fit (4)
+
+
 def _run_one(argv, env, log):
-    """Wall seconds of one process and its probe record (rc 0, or 3 = ran but not converged)."""
+    """Wall seconds of one process and its probe record (rc 0; 3 = ran to the end, not converged;
+    4 = `inertia fit` ran to the end, the Gaussian an unreliable approximation)."""
     probe_json = log + ".probe.json"
     env = dict(env, USER_RUN_PROBE=probe_json)
     with open(log + ".out", "w") as out, open(log + ".err", "w") as err:
@@ -376,10 +380,11 @@ def _run_one(argv, env, log):
     rec["rc"] = rc
     rec["startup_s"] = wall - rec.get("inside_s", wall)
     rec["run_s"] = rec.get("inside_s", wall) - rec.get("overhead_s", 0.0)
-    if rc == 3:  # ran to the end, verdict not converged: its reason, for the JSON
+    if rc in VERDICT_RC:  # ran to the end, the verdict not met: its reason, for the JSON
         with open(log + ".out") as fh, open(log + ".err") as fe:
             rec["not_converged"] = [ln.strip() for ln in fh.read().splitlines() + fe.read()
-                                    .splitlines() if "converge" in ln.lower()][-4:]
+                                    .splitlines() if "converge" in ln.lower()
+                                    or "unreliable" in ln.lower()][-4:]
     elif rc != 0:
         with open(log + ".err") as fh:
             rec["error"] = fh.read()[-2000:]
@@ -409,7 +414,7 @@ def _ratio(a, b):
 
 
 def _flag(rec):
-    return "*" if rec and rec["rc"] == 3 else ""
+    return "*" if rec and rec["rc"] in VERDICT_RC else ""
 
 
 def _fmt(x, spec=".1f"):
@@ -474,8 +479,8 @@ def main(argv=None):
 
 def _summary(recs):
     """{"first": record, "rerun": best re-run record (least wall), "all_wall_s": [...]}."""
-    ok = [r for r in recs[1:] if r["rc"] in (0, 3)]
-    first = recs[0] if recs[0]["rc"] in (0, 3) else None
+    ok = [r for r in recs[1:] if r["rc"] in (0, *VERDICT_RC)]
+    first = recs[0] if recs[0]["rc"] in (0, *VERDICT_RC) else None
     return {"first": first, "rerun": min(ok, key=lambda r: r["wall_s"]) if ok else None,
             "all_wall_s": [r["wall_s"] for r in recs], "exit_status": [r["rc"] for r in recs]}
 
@@ -502,7 +507,7 @@ def report(models, commands, runs, repeats, pin, load0, json_path):
         medians[k] = statistics.median(vals) if vals else None
 
     print(f"\nwall seconds per process (first run: empty cache; re-run: best of {repeats}; "
-          "*: ran to the end, verdict not converged)")
+          "*: ran to the end, verdict not converged or the fit unreliable)")
     print(f"{'model':14s} {'d':>4s} " + " ".join(f"{c:>17s}" for c in commands))
     for m in models:
         cells = []
