@@ -2,8 +2,9 @@
 
 Rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo standard errors of the mean and
 sd come from `inertia.convergence.chain_stats` (Vehtari, Gelman, Simpson, Carpenter & Buerkner
-2021; NumPyro's estimators on SciPy's ranks); nothing here re-implements them. A run is called converged when every parameter has
-R-hat <= 1.01 and bulk ESS >= 100 (the thresholds of that paper) and no draw has a non-finite position, potential or gradient.
+2021; NumPyro's estimators on SciPy's ranks); nothing here re-implements them. A run is called
+converged when every parameter has R-hat <= 1.01 and bulk ESS >= 100 (the thresholds of that
+paper) and no draw has a non-finite position, potential or gradient.
 """
 from __future__ import annotations
 

@@ -123,12 +123,13 @@ def test_rhat_equals_arviz_with_ties_shifts_and_one_bad_chain():
     x[2, :, 2] += 1.0
     ours, ref = chain_stats(x)["rhat"], _arviz(x)["rhat"]
     np.testing.assert_allclose(ours, ref, rtol=1e-12)
-    assert ours[2] > 1.05 > ours[0]  # one chain off by one sd: about 1.09
+    assert ours[2] > 1.05 > ours[0]  # one chain off by one sd: read 1.149 (and 1.011)
 
 
 def test_ess_of_antithetic_chains_is_the_ar1_law():
     """AR(1) with phi = -0.5: ESS = N (1 - phi) / (1 + phi) = 3 N. 4 x 2,000 draws, 40
-    coordinates: the median bulk ESS within 10 % of 24,000 (its sampling sd is about 4 %)."""
+    coordinates: the median bulk ESS within 10 % of 24,000 (over 12 other data seeds it read
+    1.02-1.06 of it, sd 1.1 %: Geyer's truncation biases it up by a few per cent)."""
     rng = np.random.default_rng(6)
     ess = chain_stats(_ar1(rng, -0.5, (4, 2000, 40)), ("ess_bulk",))["ess_bulk"]
     assert abs(np.median(ess) / 24000.0 - 1.0) < 0.10, np.median(ess)
