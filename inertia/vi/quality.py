@@ -119,7 +119,7 @@ def _psislw(lw):
         if hasattr(az, "psislw"):
             out, k = az.psislw(lw)
         else:  # pragma: no cover - ArviZ 1.x
-            from chain_stats import psislw
+            from arviz_stats import psislw
 
             out, k = psislw(lw)
     return np.asarray(out, dtype=np.float64), np.asarray(k, dtype=np.float64)
