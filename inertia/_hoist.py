@@ -8,6 +8,12 @@ per argument signature, takes the traced program's closed-over arrays of HOIST_M
 or more out of it, and compiles the program with them as arguments (`jax.jit` of the traced
 program, evaluated with `jax.core.eval_jaxpr`); smaller ones stay constants. The numbers are
 those of the same program with the arrays passed in by the caller.
+
+A program keeps its compiled versions for at most SIGNATURES_KEPT argument signatures (shapes,
+dtypes and pytree structures: a new target's functions make a new signature) and forgets them all
+past it. Compiled machine code stays mapped while it is kept (a chain block takes ~200 memory
+mappings), and Linux allows a process 65,530: without the bound a loop of a few hundred `sample`
+calls on new targets would exhaust them and crash.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 HOIST_MIN_SIZE = 64  # closed-over arrays of at least this many elements become arguments
+SIGNATURES_KEPT = 32  # argument signatures a program keeps compiled (see the module docstring)
 
 
 class _Bound:
@@ -60,6 +67,7 @@ class Hoisting:
             return None
         key = (tree, avals, jax.dtypes.canonicalize_dtype(jnp.float64))
         if key not in self._entries:
+            self._forget_past(SIGNATURES_KEPT - 1)
             specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
             self._entries[key] = self._build(jax.tree_util.tree_unflatten(tree, specs))
         return self._entries[key]
@@ -90,9 +98,17 @@ class Hoisting:
 
         return jax.jit(program, compiler_options=self._options), hoisted
 
+    def _forget_past(self, kept: int) -> None:
+        """Forget every compiled version (the traced entries and the plain jit's cache) where
+        there are more than `kept`."""
+        if len(self._entries) > kept or self._plain._cache_size() > kept:
+            self._entries.clear()
+            self._plain.clear_cache()
+
     def __call__(self, *args, **kwargs):
         entry = self._entry(args, kwargs)
         if entry is None:
+            self._forget_past(SIGNATURES_KEPT)
             return self._plain(*args, **kwargs)
         fn, hoisted = entry
         return fn(hoisted, *args)
@@ -100,6 +116,7 @@ class Hoisting:
     def lower(self, *args, **kwargs):
         entry = self._entry(args, kwargs)
         if entry is None:
+            self._forget_past(SIGNATURES_KEPT)
             return self._plain.lower(*args, **kwargs)
         fn, hoisted = entry
         return _Bound(fn.lower(hoisted, *args), hoisted)
