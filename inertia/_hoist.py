@@ -101,7 +101,8 @@ class Hoisting:
     def _forget_past(self, kept: int) -> None:
         """Forget every compiled version (the traced entries and the plain jit's cache) where
         there are more than `kept`."""
-        if len(self._entries) > kept or self._plain._cache_size() > kept:
+        size = getattr(self._plain, "_cache_size", None)  # JAX's count of the jit's versions
+        if len(self._entries) > kept or (size is not None and size() > kept):
             self._entries.clear()
             self._plain.clear_cache()
 
