@@ -10,8 +10,9 @@ program, evaluated with `jax.core.eval_jaxpr`); smaller ones stay constants. The
 those of the same program with the arrays passed in by the caller.
 
 A program keeps its compiled versions for at most SIGNATURES_KEPT argument signatures (shapes,
-dtypes and pytree structures: a new target's functions make a new signature) and forgets them all
-past it. Compiled machine code stays mapped while it is kept (a chain block takes ~200 memory
+dtypes and pytree structures: a new target's functions make a new signature; one more with static
+arguments, whose new signature the jit counts once it has compiled it) and forgets them all past
+it. Compiled machine code stays mapped while it is kept (a chain block takes ~200 memory
 mappings), and Linux allows a process 65,530: without the bound a loop of a few hundred `sample`
 calls on new targets would exhaust them and crash.
 """
@@ -42,6 +43,17 @@ class _Bound:
         return getattr(self._obj, name)
 
 
+def _signature(args):
+    """(pytree structure, abstract values, float64's canonical dtype) of `args`; None where a leaf
+    is not an array."""
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    try:
+        return tree, tuple(jax.typeof(leaf) for leaf in leaves), jax.dtypes.canonicalize_dtype(
+            jnp.float64)
+    except TypeError:
+        return None
+
+
 class Hoisting:
     """jax.jit of `fun` (with `compiler_options`) whose closed-over arrays of HOIST_MIN_SIZE
     elements or more are arguments of the compiled program; called inside another trace, or with
@@ -58,16 +70,13 @@ class Hoisting:
 
     def _entry(self, args, kwargs):
         """(jit of the traced program, hoisted arrays) for this signature; None: the plain jit."""
-        if self._static or kwargs:
+        key = None if self._static or kwargs else _signature(args)
+        if key is None:  # the plain jit (static arguments, leaves that are not arrays): its count
+            self._forget_past(SIGNATURES_KEPT)
             return None
-        leaves, tree = jax.tree_util.tree_flatten(args)
-        try:
-            avals = tuple(jax.typeof(leaf) for leaf in leaves)
-        except TypeError:
-            return None
-        key = (tree, avals, jax.dtypes.canonicalize_dtype(jnp.float64))
-        if key not in self._entries:
+        if key not in self._entries:  # a new signature: room for it
             self._forget_past(SIGNATURES_KEPT - 1)
+            tree, avals, _ = key
             specs = [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in avals]
             self._entries[key] = self._build(jax.tree_util.tree_unflatten(tree, specs))
         return self._entries[key]
@@ -109,7 +118,6 @@ class Hoisting:
     def __call__(self, *args, **kwargs):
         entry = self._entry(args, kwargs)
         if entry is None:
-            self._forget_past(SIGNATURES_KEPT)
             return self._plain(*args, **kwargs)
         fn, hoisted = entry
         return fn(hoisted, *args)
@@ -117,7 +125,6 @@ class Hoisting:
     def lower(self, *args, **kwargs):
         entry = self._entry(args, kwargs)
         if entry is None:
-            self._forget_past(SIGNATURES_KEPT)
             return self._plain.lower(*args, **kwargs)
         fn, hoisted = entry
         return _Bound(fn.lower(hoisted, *args), hoisted)
