@@ -16,7 +16,9 @@
    averaged step size is the sampling one.
 5. Trajectory length n, friction gamma and alpha by `choose_trajectory`: the fewest gradients per
    effective sample on N(0, diag(1/lambda)), lambda = 1 / eig of the covariance of the last
-   warm-up draws (`denoised_eigenvalues`), at that h and the measured acceptance. In a kept frame
+   warm-up draws (`denoised_eigenvalues`), at that h and the measured acceptance (in the diagonal
+   and low-rank frames the least cost, the momentum normals and the frame's map counted in
+   gradients, `frames.step_costs`). In a kept frame
    (unless the target acceptance was given) the rule also chooses the spread of the trajectory
    length (1/2 or NEAR_SPREAD) and the step size (STEP_SCALES x h; acceptance per length from the
    calibrated model, a mean of at least MIN_MODEL_ACCEPT), robustly to eigenvalues off by ROBUST
@@ -225,7 +227,7 @@ def _length_weights(ns, kmax, spread=LENGTH_SPREAD, points=512):
 
 def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
                       spreads=(LENGTH_SPREAD,), step_scales=(1.0,), calibration=None,
-                      robust=(1.0,)) -> dict:
+                      robust=(1.0,), normal_cost=0.0, frame_cost=0.0) -> dict:
     """Fewest gradients per effective sample of the exact kernel on N(0, diag(1/lambda)).
 
     On a Gaussian the leapfrog/refresh trajectory is linear: E[q_K | q_0] = a_K q_0 per direction
@@ -244,6 +246,11 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
     sizes whose modelled mean acceptance is below MIN_MODEL_ACCEPT are not chosen; tau is then the
     mean of those of q and q^2 (the gradients per ESS of means and of second moments weighted
     equally, which lets a length with antithetic means win a near tie on q^2).
+    With `normal_cost` (one draw of d standard normals, in gradients) or `frame_cost` (the frame's
+    map around each gradient, in gradients) the rule minimises the cost of an iteration of the
+    lean chains (`kernels.exact.langevin_trajectory`) instead: (E[K] + flow) (1 + frame_cost)
+    gradients, plus normal_cost for the momentum, the flow step's noise and, at gamma > 0, each
+    leapfrog step's refresh; `grads_per_ess` stays the gradients alone, `cost_per_ess` the total.
     """
     lam = np.sort(np.asarray(eigenvalues, dtype=np.float64))
     lam_r = np.concatenate([lam * f for f in robust])
@@ -290,11 +297,15 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
                         t1, t2 = (1 + r1) / (1 - r1), (1 + r2) / (1 - r2)
                         tau = np.maximum(t1, t2) if calibration is None else 0.5 * (t1 + t2)
                     tau = np.where((np.abs(r1) < 1) & (r2 < 1), tau, np.inf).max(axis=1)
-                    cost = np.where(ok, (cost_k + (f > 0)) * tau, np.inf)
+                    grads = cost_k + (f > 0)
+                    normals = 1.0 + (f > 0) + (cost_k if g > 0 else 0.0)
+                    per_iter = grads * (1.0 + frame_cost) + normal_cost * normals
+                    cost = np.where(ok, per_iter * tau, np.inf)
                     i = int(np.argmin(cost))
-                    if best is None or cost[i] < best["grads_per_ess"]:
+                    if best is None or cost[i] < best["cost_per_ess"]:
                         best = {"num_leapfrog": float(ns[i]), "gamma": float(g),
-                                "alpha": float(eps / h), "grads_per_ess": float(cost[i]),
+                                "alpha": float(eps / h), "grads_per_ess": float(grads[i] * tau[i]),
+                                "cost_per_ess": float(cost[i]),
                                 "tau": float(tau[i]), "flow_acceptance": rm,
                                 "length_spread": float(spread), "step_size": h,
                                 "step_scale": float(scale), "acceptance": float(mean_acc[i])}
@@ -554,7 +565,8 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
             "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size", "curvature",
                                                             "hessian_vector_products",
-                                                            "predicted_grads_per_ess")}
+                                                            "predicted_grads_per_ess",
+                                                            "predicted_cost_per_ess")}
                                          for t in tried]}
     fit = GaussianFit(fr.mean, fr, kind_name, fit_grads, info)
     report = {
@@ -583,12 +595,15 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
                                       target_accept, keep=True)
     lo, hi, hvps = frames.curvature_range(target, fr, w2)
     lam = 1.0 / frames.capped_eigenvalues(w2, lo)
-    choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"])  # max over directions
+    normal, frame = frames.step_costs(target, fr.rank())
+    choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"],  # max over directions
+                               normal_cost=normal, frame_cost=frame)
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
             "grads": g + int(np.shape(x)[0]) + 2 * hvps, "step_size": float(h2),
             "curvature": [lo, hi], "hessian_vector_products": hvps,
             "kind": fr.kind, "rank": fr.rank(),
-            "predicted_grads_per_ess": float(choice["grads_per_ess"])}
+            "predicted_grads_per_ess": float(choice["grads_per_ess"]),
+            "predicted_cost_per_ess": float(choice["cost_per_ess"])}
 
 
 def describe_adaptation(t: dict) -> str:
@@ -610,8 +625,17 @@ def describe_adaptation(t: dict) -> str:
             f"{s2['acceptance']:.2f}, {div} warm-up divergences); whitened spectrum from warm-up "
             f"draws [{t['spectrum'][0]:.3g}, {t['spectrum'][1]:.3g}]; trajectory length "
             f"{c['num_leapfrog']:.0f} leapfrog steps (spread {c.get('length_spread', 0.5):.2g}), "
-            f"gamma = {c['gamma']:.3g}, alpha = {c['alpha']:.3g}{step} by the fewest gradients per "
-            f"effective sample on a Gaussian with that spectrum ({c['grads_per_ess']:.1f})")
+            f"gamma = {c['gamma']:.3g}, alpha = {c['alpha']:.3g}{step} by the least cost per "
+            f"effective sample on a Gaussian with that spectrum ({c['grads_per_ess']:.1f} "
+            f"gradients{_with_costs(c)})")
+
+
+def _with_costs(c: dict) -> str:
+    """The clause on a choice's cost beyond its gradients, where the rule weighed any."""
+    cost = c.get("cost_per_ess", c["grads_per_ess"])
+    if cost <= c["grads_per_ess"] * 1.0005:
+        return ""
+    return f"; {cost:.1f} counting the normals and the frame's map as gradients"
 
 
 def chain_summary(info: dict, burn: int = 0) -> dict:

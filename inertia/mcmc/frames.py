@@ -50,6 +50,11 @@ SEQUENTIAL_MIN_DIM = 5000
 # frame lost (57 against 34, 29 against 12 s)
 LAPLACE_DENSE_MAX_DIM = 300
 MAX_RANK = 16  # eigen-directions of the low-rank frame
+# one float64 standard normal (threefry bits and the inverse error function) costs on the CPU about
+# as much as NORMAL_FLOPS flops of a model's gradient as XLA's cost analysis counts them: measured
+# 6-10 ns a normal against 17-47 ps a counted flop (hierarchical logistic, Poisson GLMM and latent
+# field, d = 300-3,025), so d normals cost 0.3-0.5 of a gradient there and 2-4 on the field
+NORMAL_FLOPS = 200.0
 PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
 LANCZOS_TOL = 1e-2  # relative accuracy of the whitened Hessian's extreme eigenvalues
@@ -279,10 +284,30 @@ def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK)
     return Frame(out.mean, out.scale, vt[keep].T, np.sqrt(lam) - 1.0)
 
 
+def step_costs(target, rank: int = 0) -> tuple:
+    """(d standard normals, the frame's map around one gradient) in gradients of the target, from
+    the flops XLA counts in its gradient (NORMAL_FLOPS a normal; the low-rank map's two d x r
+    products 4 d r): the costs `adapt.choose_trajectory` weighs. (0, 0) off the CPU, or where the
+    count is unavailable."""
+    from .. import _compile
+
+    if jax.default_backend() != "cpu":
+        return 0.0, 0.0
+    try:
+        flops = _compile.gradient_flops(target)
+    except Exception:  # a potential XLA cannot analyse: gradients alone
+        return 0.0, 0.0
+    if not flops > 0:
+        return 0.0, 0.0
+    d = float(target.dim)
+    return NORMAL_FLOPS * d / flops, 4.0 * d * rank / flops
+
+
 def cheaper(trials):
-    """The trial (dicts with "predicted_grads_per_ess", the first the low-rank frame) with the
-    fewest predicted gradients per effective sample; the first (low-rank) on a tie."""
-    return min(trials, key=lambda t: t["predicted_grads_per_ess"])
+    """The trial (dicts with "predicted_cost_per_ess", the first the low-rank frame) with the
+    least predicted cost per effective sample in gradients (`step_costs`); the first (low-rank)
+    on a tie."""
+    return min(trials, key=lambda t: t["predicted_cost_per_ess"])
 
 
 def describe_trial(trials) -> str:
@@ -291,8 +316,10 @@ def describe_trial(trials) -> str:
 
     def one(t):
         rank = f" (rank {t['rank']})" if t["rank"] else ""
+        cost = t.get("predicted_cost_per_ess", t["predicted_grads_per_ess"])
         return (f"{t['kind']}{rank}: h = {t['step_size']:.3g}, "
-                f"{t['predicted_grads_per_ess']:.0f} gradients per ESS predicted")
+                f"{t['predicted_grads_per_ess']:.0f} gradients per ESS predicted "
+                f"(cost {cost:.0f})")
 
     return ("frames tried from the same stage-1 draws: " + "; ".join(map(one, trials))
             + f"; {best['kind']} kept")
@@ -416,4 +443,4 @@ def whiten(target, frame: Frame):
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue", "curvature_range", "capped_eigenvalues",
-           "pair_scale", "draws_gradients"]
+           "pair_scale", "draws_gradients", "step_costs", "NORMAL_FLOPS"]

@@ -311,11 +311,12 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     The default method "hfhr-exact" is exact (Metropolis-adjusted HFHR, invariant law pi x N):
     with step_size, gamma, alpha and num_leapfrog all None its warm-up (`inertia.mcmc.adapt`) fits
     the same preconditioner, sets h by dual averaging to `target_accept` (default 0.8) and the
-    trajectory length, gamma and alpha by the fewest gradients per effective sample; divergences
+    trajectory length, gamma and alpha by the fewest gradients per effective sample (in the
+    diagonal and low-rank frames the least cost, their normals counted in gradients); divergences
     (|energy error| > 1000) after warm-up, a collapsed acceptance rate, R-hat or ESS make the
     verdict NOT CONVERGED. Its preconditioner's form, `frame` (`inertia.mcmc.frames`): "auto"
     (dense up to 100 parameters; beyond them diagonal, or diagonal plus the low-rank directions
-    the warm-up draws show when a trial of both predicts fewer gradients per effective sample
+    the warm-up draws show when a trial of both predicts less cost per effective sample
     for it, O(d r) per gradient), or forced: "dense", "low-rank", "diagonal". The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
     gradient on near-Gaussian targets but biased by O(h); for them:
     with step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)

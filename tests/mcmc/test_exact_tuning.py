@@ -183,3 +183,34 @@ def test_default_warm_up_keeps_an_exact_laplace_frame():
         assert res.params["step_size"] == pytest.approx(c["step_size"])
         assert res.converged
     assert abs(np.mean(cals) - 0.93) < 0.2, cals
+
+
+def test_costly_normals_turn_the_partial_refresh_off():
+    """On a spectrum where the gradient-only rule refreshes the momentum between leapfrog steps
+    (gamma > 0: d normals a step), a draw of d normals costing 3 gradients (the latent field's
+    ratio, `frames.step_costs`) makes gamma = 0 the cheaper choice, and the choice is no more
+    costly under that cost than the gradient-only one costed the same way."""
+    lam, h = np.geomspace(0.05, 1.0, 50), 0.3
+    free = choose_trajectory(lam, h, 0.8)
+    assert free["gamma"] > 0 and free["cost_per_ess"] == free["grads_per_ess"]
+    out = choose_trajectory(lam, h, 0.8, normal_cost=3.0)
+    assert out["gamma"] == 0.0
+    flow = float(free["alpha"] > 0)
+    steps = free["grads_per_ess"] / free["tau"] - flow  # E[K] of the free choice
+    free_cost = free["grads_per_ess"] + 3.0 * (1 + flow + steps) * free["tau"]
+    assert out["cost_per_ess"] <= free_cost
+    # the gradients are the cost less the normals: 1 + flow normals an iteration at gamma = 0
+    flow = float(out["alpha"] > 0)
+    assert out["cost_per_ess"] == pytest.approx(out["grads_per_ess"]
+                                                + 3.0 * (1 + flow) * out["tau"], rel=1e-12)
+
+
+def test_frame_cost_scales_the_cost_not_the_choice():
+    """A cost per gradient of the frame's map, alone, multiplies every grid point's cost by the
+    same factor: the same trajectory is chosen, at (1 + frame_cost) times its gradients."""
+    lam, h = np.geomspace(0.03, 1.0, 200), 0.5
+    base = choose_trajectory(lam, h, 0.8)
+    out = choose_trajectory(lam, h, 0.8, frame_cost=0.65)
+    for k in ("num_leapfrog", "gamma", "alpha", "step_size", "length_spread"):
+        assert out[k] == base[k]
+    assert out["cost_per_ess"] == pytest.approx(1.65 * base["grads_per_ess"], rel=1e-12)
