@@ -331,8 +331,9 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     (num_chains, dim); kinetic schemes draw p0 ~ N(0, I).
     target_ess: keep running (compiled blocks, at most max_steps, default 100 num_steps) until every
     coordinate has bulk ESS >= target_ess and R-hat <= 1.01. num_steps None (the default): a first
-    block of 1,000 steps with target_ess 400 unless given (as `inertia sample`); a num_steps given
-    alone runs exactly that many steps.
+    block of 1,000 steps with target_ess 400 unless given (as `inertia sample`), extended (the
+    exact kernel) in units of 500 steps, each extension at least 1.5 x the steps so far; a
+    num_steps given alone runs exactly that many steps.
     A non-finite position or gradient raises FloatingPointError naming the chain and step
     (on_divergence="raise"), or freezes that chain, NaNs its later draws and warns ("stop").
     The result's `diagnostics` (R-hat, ESS, non-finite potential/gradient counts) warn when the run

@@ -92,3 +92,24 @@ def test_reproducible_shapes_info_and_arviz(gauss):
     idata = a.to_arviz()
     # the kept draws are the posterior, the burn-in the warmup_posterior (ArviZ's groups)
     assert idata.posterior["x"].shape == idata.warmup_posterior["x"].shape == (3, 10, 2)
+
+
+def test_a_narrow_miss_extends_by_half_not_double(monkeypatch):
+    """The default run judges its first 1,000 draws and, short of the rule, extends to at least
+    1.5 x in units of 500 draws: a judgement 5 % short of the target ESS at 1,000 draws (the rule's
+    judgement replaced, so that only the schedule is under test) is followed by one at 1,500
+    draws, and the run stops there when that one is met; whole blocks of 1,000 ran 2,000."""
+    from inertia import convergence
+
+    seen = []
+
+    def judge(self, draws):
+        n = draws.shape[1]
+        seen.append(n)
+        return convergence.Judgement(self.target_ess * (0.95 if n < 1500 else 1.0), 1.0,
+                                     n >= 1500)
+
+    monkeypatch.setattr(convergence.StopRule, "judge", judge)
+    t = from_potential(lambda x: 0.5 * jnp.sum(x**2 * jnp.array([1.0, 4.0])), 2, name="g2")
+    res = sample(t, seed=3)
+    assert seen == [1000, 1500] and res.draws.shape[1] == 1500

@@ -12,6 +12,12 @@ from ..start import start
 from .base import Accounting, Report, Scheme, initial_positions
 
 
+# draws per chain in a unit of the run: its first 1,000 are two, and an extension (at least 1.5x
+# the draws so far, `convergence.StopRule.next_goal`) rounds up to whole units, so a run that
+# narrowly misses the rule at 1,000 runs 1,500, not 2,000 (the chains' compiled block of
+# `chains.BLOCK` = 1,000 iterations runs any prefix of itself: no new compilation)
+BLOCK = 500
+
 def run(target, method, keys, s, bar):
     """(states, Params, Report): the adaptation, or the given parameters."""
     tune_step = s.target_accept is None  # a given target acceptance keeps its step size
@@ -26,7 +32,7 @@ def run(target, method, keys, s, bar):
     # V and grad V agree before a long run (given parameters run as given)
     checked = gradcheck.check_gradient(run_target, state.position, s.seed)
     return state, params, Report(
-        run_fn, (fit.mean, fit.factor), tuning, None, 1000,
+        run_fn, (fit.mean, fit.factor), tuning, None, BLOCK,
         int(fit.grad_evals + round(tuning["chain_grad_evals"] / s.num_chains)),
         int(tuning["grad_evals"]), 0.0, target_accept, run_target, checked)
 
@@ -44,7 +50,7 @@ def _given(target, method, keys, s, target_accept):
     run_fn = adapt.value_and_grad_fn(target)
     q0 = initial_positions(target, s.init, keys[:, 0])
     state = start(method, run_fn, q0, keys[:, 1])
-    return state, params, Report(run_fn, None, None, None, 1000, 0, s.num_chains, 0.5,
+    return state, params, Report(run_fn, None, None, None, BLOCK, 0, s.num_chains, 0.5,
                                  target_accept, target)  # total_warm: the initial gradients
 
 
