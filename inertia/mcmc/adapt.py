@@ -545,10 +545,11 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     gs = frames.draws_gradients(target, fr, zs)  # the draws' gradients set the diagonal with them
     chain_grads += int(np.prod(np.shape(zs)[:2]))
     fr = frames.from_draws(fr, zs, gs, kind).padded()
-    tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept)]
+    costs = frames.step_costs(target)
+    tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept, costs)]
     if kind == "auto" and fr.rank():  # the same stage 2 without the directions
         tried.append(_frame_trial(method, target, fr.without_directions(), x_last, keys, h1,
-                                  target_accept))
+                                  target_accept, costs))
     best = frames.cheaper(tried)
     fr, vg, state, stage, choice, lam = (best[k] for k in ("frame", "vg", "state", "stage",
                                                             "choice", "lam"))
@@ -582,11 +583,12 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     return frames.whiten(target, fr), fit, params, state, vg, report
 
 
-def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
+def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> dict:
     """Stage 2 in frame `fr` from the chains at x (restarted there), and the trajectory rule on its
     draws' denoised spectrum capped by the whitened Hessian at their mean (`frames.
-    capped_eigenvalues`): the frame's predicted gradients per effective sample at its tuned step
-    size (`choose_trajectory`), with what the warm-up continues from."""
+    capped_eigenvalues`): the frame's predicted gradients and cost per effective sample at its
+    tuned step size (`choose_trajectory`; `costs`: `frames.step_costs(target)`, computed where
+    None), with what the warm-up continues from."""
     vg = frames.frame_value_and_grad(target, fr)
     from .start import start as _start
 
@@ -595,9 +597,9 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept) -> dict:
                                       target_accept, keep=True)
     lo, hi, hvps = frames.curvature_range(target, fr, w2)
     lam = 1.0 / frames.capped_eigenvalues(w2, lo)
-    normal, frame = frames.step_costs(target, fr.rank())
+    normal, per_direction = frames.step_costs(target) if costs is None else costs
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"],  # max over directions
-                               normal_cost=normal, frame_cost=frame)
+                               normal_cost=normal, frame_cost=per_direction * fr.rank())
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
             "grads": g + int(np.shape(x)[0]) + 2 * hvps, "step_size": float(h2),
             "curvature": [lo, hi], "hessian_vector_products": hvps,

@@ -284,11 +284,11 @@ def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK)
     return Frame(out.mean, out.scale, vt[keep].T, np.sqrt(lam) - 1.0)
 
 
-def step_costs(target, rank: int = 0) -> tuple:
-    """(d standard normals, the frame's map around one gradient) in gradients of the target, from
-    the flops XLA counts in its gradient (NORMAL_FLOPS a normal; the low-rank map's two d x r
-    products 4 d r): the costs `adapt.choose_trajectory` weighs. (0, 0) off the CPU, or where the
-    count is unavailable."""
+def step_costs(target) -> tuple:
+    """(d standard normals, each stretched direction of a frame's map around one gradient) in
+    gradients of the target, from the flops XLA counts in its gradient (NORMAL_FLOPS a normal; the
+    low-rank map's two d x r products 4 d a direction): the costs `adapt.choose_trajectory`
+    weighs. (0, 0) off the CPU, or where the count is unavailable."""
     from .. import _compile
 
     if jax.default_backend() != "cpu":
@@ -300,7 +300,7 @@ def step_costs(target, rank: int = 0) -> tuple:
     if not flops > 0:
         return 0.0, 0.0
     d = float(target.dim)
-    return NORMAL_FLOPS * d / flops, 4.0 * d * rank / flops
+    return NORMAL_FLOPS * d / flops, 4.0 * d / flops
 
 
 def cheaper(trials):
@@ -316,10 +316,9 @@ def describe_trial(trials) -> str:
 
     def one(t):
         rank = f" (rank {t['rank']})" if t["rank"] else ""
-        cost = t.get("predicted_cost_per_ess", t["predicted_grads_per_ess"])
         return (f"{t['kind']}{rank}: h = {t['step_size']:.3g}, "
                 f"{t['predicted_grads_per_ess']:.0f} gradients per ESS predicted "
-                f"(cost {cost:.0f})")
+                f"(cost {t['predicted_cost_per_ess']:.0f})")
 
     return ("frames tried from the same stage-1 draws: " + "; ".join(map(one, trials))
             + f"; {best['kind']} kept")

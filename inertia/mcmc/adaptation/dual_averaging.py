@@ -18,6 +18,7 @@ from .base import Accounting, Report, Scheme, initial_positions
 # `chains.BLOCK` = 1,000 iterations runs any prefix of itself: no new compilation)
 BLOCK = 500
 
+
 def run(target, method, keys, s, bar):
     """(states, Params, Report): the adaptation, or the given parameters."""
     tune_step = s.target_accept is None  # a given target acceptance keeps its step size
