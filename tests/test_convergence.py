@@ -109,3 +109,18 @@ def test_the_judgement_computes_only_what_its_rule_reads(monkeypatch):
     StopRule(100.0).judge(x)
     StopRule(100.0, strict=True).judge(x + 1.0)
     assert calls[0] == ("rhat", "ess_bulk") and set(calls[1]) == set(convergence.STATS)
+
+
+def test_doubled_ranks_are_scipys_average_ranks_times_two():
+    """The unstable-sort ranks equal SciPy's rankdata("average") x 2 exactly, with many ties (values
+    from 5 levels; draws rounded to 0.1) and with none, in rows of different tie patterns."""
+    from scipy import stats
+
+    from inertia.convergence import doubled_ranks
+
+    rng = np.random.default_rng(3)
+    for rows in (rng.integers(0, 5, size=(200, 41)).astype(float),
+                 np.round(rng.normal(size=(30, 997)), 1), rng.normal(size=(7, 500))):
+        got = doubled_ranks(rows)
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, 2 * stats.rankdata(rows, method="average", axis=1))

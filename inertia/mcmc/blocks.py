@@ -83,11 +83,11 @@ def advance(m, grad_fn, carry, jparams, num_draws, thinning, block, progress=Non
             pos, info = np.swapaxes(pos, 0, 1), jax.tree_util.tree_map(lambda a: a.T, info)
         else:
             carry, (pos, info) = runner(m, grad_fn, n, thinning)(carry, jparams)
-        draws.append(np.asarray(pos))
+        draws.append(np.ascontiguousarray(pos))  # (chain, draw, d) in C order: later passes stream
         nc = draws[-1].shape[0]
         infos.append(jax.tree_util.tree_map(lambda a: np.asarray(a).reshape(nc, -1), info))
         done += n
         if progress is not None:
             progress(n)
     info = {k: np.concatenate([getattr(i, k) for i in infos], axis=1) for k in infos[0]._fields}
-    return carry, np.concatenate(draws, axis=1), info
+    return carry, draws[0] if len(draws) == 1 else np.concatenate(draws, axis=1), info

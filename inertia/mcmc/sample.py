@@ -378,17 +378,21 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     _check_divergence(m, run, thinning, on_divergence)
     res = _result(target, m, scheme, w, run, thinning=thinning, seed=seed, names=names)
     if diagnostics:
-        res.diagnostics = _diagnose(target, m, scheme, w, res)
+        res.diagnostics = _diagnose(target, m, scheme, w, res, run.judged)
     res.cost = _cost.summary(run_seconds=run.timed[0], gradients=run.timed[1], meter=meter.stop())
     return res
 
 
-def _diagnose(target, m, scheme, w, res: SampleResult):
+def _diagnose(target, m, scheme, w, res: SampleResult, judged=None):
     """The kept draws' diagnostics with the warm-up scheme's own problems (the exact kernel's
-    divergences and acceptance; None with fewer than 4 kept draws); a warning when not converged."""
-    if res.draws.shape[1] - int(round(w.burn * res.draws.shape[1])) < 4:
+    divergences and acceptance; None with fewer than 4 kept draws); a warning when not converged.
+    `judged`: the run's last judgement (`Run.judged`), whose table is reused where it is of the
+    result's kept draws."""
+    start = int(round(w.burn * res.draws.shape[1]))
+    if res.draws.shape[1] - start < 4:
         return None
-    dg = diagnose_result(target, res)
+    same = judged is not None and judged[0] is res.draws and judged[1] == start
+    dg = diagnose_result(target, res, judged[2] if same else None)
     dg.problems.extend(scheme.problems(res.chains, w.target_accept, w.tuning,
                                        unconverged=bool(dg.problems)))
     if not dg.converged:
@@ -448,6 +452,7 @@ class Run(NamedTuple):
     params: Params
     discarded: int
     timed: tuple = (0.0, 0)  # (seconds, gradients) of the sampling blocks, compilation excluded
+    judged: Optional[tuple] = None  # the last judgement's (draws in x, first kept draw, table draws)
 
 
 def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
@@ -468,7 +473,7 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
 
     discarded = 0
     for retries in range(MAX_RETRIES + 1):
-        chunks, infos, run = [], [], {"carry": carry}
+        chunks, xs, infos, run, last = [], [], [], {"carry": carry}, {}
         timed = [0.0, 0]
 
         def advance(n):
@@ -483,8 +488,13 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
                          m.grads_per_step * n * thinning * dr.shape[0])
 
         def judged():
-            x = _to_x(np.concatenate(chunks, axis=1), w.pre)
-            return summary_draws(target, x[:, int(round(w.burn * x.shape[1])):], names)[0]
+            while len(xs) < len(chunks):  # each block mapped to x once
+                xs.append(_to_x(chunks[len(xs)], w.pre))
+            x = xs[0] if len(xs) == 1 else np.concatenate(xs, axis=1)
+            start = int(round(w.burn * x.shape[1]))
+            table = summary_draws(target, x[:, start:], names)
+            last["judged"] = (x, start, table)  # the result's draws and diagnosis reuse them
+            return table[0]
 
         done, why = convergence.run_until_converged(
             advance, goal, rule, view=judged,
@@ -503,7 +513,10 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
         discarded += spent  # the halted attempt's gradients
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
-    return Run(carry, chunks, infos, done, params, discarded, tuple(timed))
+    seen = last.get("judged")
+    return Run(carry, chunks, infos, done, params, discarded, tuple(timed),
+               seen if seen is not None and seen[0].shape[1] == sum(c.shape[1] for c in chunks)
+               else None)
 
 
 def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
@@ -533,7 +546,7 @@ def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) ->
     from ..results.build import model_info
 
     return SampleResult(
-        draws=_to_x(np.concatenate(run.chunks, axis=1), w.pre), info=info, method=m.name,
+        draws=_draws_x(run, w.pre), info=info, method=m.name,
         params={k: v for k, v in run.params._asdict().items() if k in m.uses},
         num_steps=int(num_steps), thinning=int(thinning),
         grad_evals=counts.grad_evals, seed=int(seed), diverged_at=np.asarray(run.carry[2]),
@@ -544,25 +557,46 @@ def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) ->
         model_info=model_info(target))
 
 
-def diagnose_result(target, res: SampleResult):
-    """Diagnostics of the kept draws (NumPyro models: constrained sites), with the potential checked
-    at every kept draw and non-finite gradients counted from the per-step info."""
+def diagnose_result(target, res: SampleResult, table=None):
+    """Diagnostics of the kept draws (NumPyro models: constrained sites; `table`: those draws and
+    labels, already made by `summary_draws`), with the potential checked at every kept draw (the
+    exact kernel's recorded energies; other kernels: evaluated) and non-finite gradients counted
+    from the per-step info."""
     from ..diagnostics import count_nonfinite_potential, diagnose
 
     kept = res._kept(None)
-    nf_pot = count_nonfinite_potential(target.potential, kept)
+    energy = res.info.get("energy") if res.thinning == 1 else None
+    if energy is not None and np.shape(energy)[:2] == res.draws.shape[:2]:
+        # the exact kernel's V(q) + |p|^2 / 2 at every draw: finite exactly where V is
+        nf_pot = int(np.sum(~np.isfinite(np.asarray(energy)[:, res.draws.shape[1] - kept.shape[1]:])))
+    else:
+        nf_pot = count_nonfinite_potential(target.potential, kept)
     nf_grad = int(np.sum(~np.asarray(res.info["is_finite"], dtype=bool)))
-    x, labels = summary_draws(target, kept, res.names)
+    x, labels = summary_draws(target, kept, res.names) if table is None else table
     return diagnose(x, labels, nonfinite_potential=nf_pot, nonfinite_grad=nf_grad,
                     num_potential_checked=int(np.prod(kept.shape[:2])))
 
 
+def _draws_x(run: Run, pre) -> np.ndarray:
+    """The run's draws in the target's coordinates: those of its last judgement where it judged
+    every draw."""
+    if run.judged is not None:
+        return run.judged[0]
+    return np.concatenate([_to_x(c, pre) for c in run.chunks], axis=1)
+
+
 def _to_x(z, pre):
+    """Draws z of the chains (chain, draw, d) in the target's coordinates: m + F z (NumPy)."""
     if pre is None:
         return z
     mean, factor = pre
-    if hasattr(factor, "to_x"):  # a diagonal or low-rank frame (mcmc.frames)
-        return factor.to_x(z)
+    if hasattr(factor, "to_x"):  # a diagonal or low-rank frame (mcmc.frames), on the host
+        host = jax.tree_util.tree_map(np.asarray, factor)
+        if host.rank():
+            return host.to_x(z)
+        x = np.multiply(z, host.scale)  # one new array: m + s z
+        x += host.mean
+        return x
     return np.asarray(mean) + np.einsum("cnj,ij->cni", z, np.asarray(factor))
 
 
