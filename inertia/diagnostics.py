@@ -67,14 +67,18 @@ class Diagnostics:
         return float(np.nanmin(self.ess_tail)) if np.isfinite(self.ess_tail).any() else float("nan")
 
     def table(self, max_rows: Optional[int] = 40) -> str:
-        """The summary as aligned text, one row per parameter (the worst rows first when cut)."""
+        """The summary as aligned text, one row per parameter (the least converged kept when cut
+        to max_rows >= 0; 0: the header and the count alone)."""
         cols = ("mean", "sd", "5%", "95%", "mcse", "r_hat", "ess_bulk", "ess_tail")
+        if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) != max_rows
+                                     or max_rows < 0):
+            raise ValueError(f"max_rows must be a whole number >= 0 or None, got {max_rows!r}")
         rows = np.arange(len(self.names))
         cut = max_rows is not None and len(rows) > max_rows
         if cut:  # keep the least converged parameters
             score = np.nan_to_num(self.rhat, nan=np.inf) - np.nan_to_num(self.ess_bulk, nan=0.0) * 1e-9
             rows = np.sort(np.argsort(-score, kind="stable")[:max_rows])
-        w = max(8, max(len(str(self.names[i])) for i in rows))
+        w = max([8] + [len(str(self.names[i])) for i in rows])
         lines = [f"{'':<{w}} " + " ".join(f"{c:>9}" for c in cols)]
         for i in rows:
             vals = (self.mean[i], self.sd[i], self.q05[i], self.q95[i], self.mcse_mean[i])
@@ -86,9 +90,11 @@ class Diagnostics:
                    or not self.ess_bulk[i] >= self.ess_min)
             flag = "  <-" if bad else ""
             lines.append(f"{str(self.names[i]):<{w}} " + " ".join(cells) + flag)
-        if cut:
+        if cut and len(rows):
             lines.append(f"... {len(self.names) - len(rows)} more parameters (the {len(rows)} least "
                          "converged are shown)")
+        elif cut:
+            lines.append(f"... {len(self.names)} parameters (none shown: max_rows = 0)")
         return "\n".join(lines)
 
     def verdict(self) -> str:

@@ -96,6 +96,21 @@ def test_bad_shapes():
         diagnose(np.zeros((2, 10, 3)), ["a", "b"])
 
 
+def test_table_rows_cut_to_zero_one_and_bad_counts():
+    """max_rows = 0 prints the header and the count (was a crash); 1 keeps the least converged
+    parameter (the one chain shifted by 3 sds); a negative or fractional count is refused."""
+    x = np.random.default_rng(1).normal(size=(4, 200, 3))
+    x[0, :, 1] += 3.0
+    dg = diagnose(x, ["a", "b", "c"])
+    zero = dg.table(0).splitlines()
+    assert len(zero) == 2 and zero[1] == "... 3 parameters (none shown: max_rows = 0)"
+    one = dg.table(1).splitlines()
+    assert len(one) == 3 and one[1].startswith("b ") and "2 more parameters" in one[2]
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="max_rows must be a whole number"):
+            dg.table(bad)
+
+
 def _arviz(x):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
