@@ -2,14 +2,15 @@
 
 The one backend (`chain_stats`): rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo
 standard errors of the mean and sd (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021), with
-ArviZ's conventions, vectorised over coordinates: NumPyro's ESS and R-hat estimators
-(`numpyro.diagnostics`) on rank normalisation (SciPy's average ranks, from NumPy's unstable sort,
-and SciPy's normal quantile). R-hat equals ArviZ's to rounding. ESS (and so MCSE) differs in two
-details of Geyer's sequence: within a few per cent for positively correlated chains; where chains
-are antithetic (ESS above the number of draws), ArviZ adds one more positive autocorrelation and
-reports up to about 15 % less. On draws at d = 3,025 (4 x 1,000, 15 % repeated as by rejections,
-2 cores) a judgement takes 1.0 s (1.55 s with SciPy's rankdata, whose stable sort is most of
-the difference) where ArviZ's per-coordinate loop takes 4.4. The one
+ArviZ's conventions, vectorised over coordinates: NumPyro's R-hat (`numpyro.diagnostics`) and
+its ESS estimator (Stan's, recomputed here with single-threaded FFTs) on rank normalisation
+(SciPy's average ranks, from NumPy's unstable sort, and SciPy's normal quantile). R-hat equals
+ArviZ's to rounding. ESS (and so MCSE) differs in two details of Geyer's sequence: within a few
+per cent for positively correlated chains; where chains are antithetic (ESS above the number of
+draws), ArviZ adds one more positive autocorrelation and reports up to about 15 % less. On draws
+at d = 3,025 (4 x 1,000, 15 % repeated as by rejections, 2 cores) a judgement takes 0.6 s (1.55 s
+with SciPy's rankdata, whose stable sort is the most of the difference, and NumPyro's all-core
+FFTs) where ArviZ's per-coordinate loop takes 4.4. The one
 loop: `run_until_converged` advances chains in blocks until `judge` says the draws meet a
 `StopRule` (every ESS >= target_ess and, with two or more chains, every R-hat <= rhat_max), or the
 rule's cap is reached; `StopRule.next_goal` (a pure function of the run's state, as optax's
@@ -121,12 +122,35 @@ def _z_scale(x: np.ndarray) -> np.ndarray:
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
-    """NumPyro's ESS per coordinate (Geyer's initial monotone sequence on the multi-chain
-    autocorrelations, Stan's estimator); a constant coordinate counts every draw."""
-    from numpyro.diagnostics import effective_sample_size
-
+    """Stan's ESS per coordinate of x (chain, draw, d): Geyer's initial monotone sequence on the
+    multi-chain autocorrelations, exactly as NumPyro's `effective_sample_size` computes it, with
+    its FFTs on one thread (NumPyro asks for every core, which oversubscribes the two threads that
+    summarise blocks of coordinates); a constant coordinate counts every draw."""
+    c, n = x.shape[:2]
+    with np.errstate(invalid="ignore", divide="ignore"):  # constant coordinates: set below
+        ess = _geyer(np.moveaxis(x, (0, 1), (-2, -1)), c, n)
     constant = np.ptp(x, axis=(0, 1)) < np.finfo(float).resolution
-    return np.where(constant, float(x.shape[0] * x.shape[1]), effective_sample_size(x))
+    return np.where(constant, float(c * n), ess)
+
+
+def _geyer(y: np.ndarray, c: int, n: int) -> np.ndarray:
+    """`_ess` of y (d, chain, draw)."""
+    from scipy import fft
+
+    m2 = 2 * fft.next_fast_len(n, real=True)
+    f = fft.rfft(y - y.mean(axis=-1, keepdims=True), n=m2, axis=-1, workers=1)
+    acov = fft.irfft(f * np.conjugate(f), n=m2, axis=-1, workers=1)[..., :n] / n
+    var_within = y.var(axis=-1, ddof=1).mean(axis=-1)
+    var_est = var_within * (n - 1) / n
+    if c > 1:
+        var_est = var_est + y.mean(axis=-1).var(axis=-1, ddof=1)
+    else:
+        var_within = var_est
+    rho = 1.0 - (var_within[..., None] - acov.mean(axis=-2)) / var_est[..., None]
+    rho[..., 0] = 1.0
+    pairs = rho[..., :-1:2] + rho[..., 1::2]  # Geyer's initial positive, then monotone, sequence
+    pairs[..., 1:] = np.minimum.accumulate(np.clip(pairs[..., 1:], 0.0, None), axis=-1)
+    return c * n / (2.0 * pairs.sum(axis=-1) - 1.0)
 
 
 def _block_stats(x: np.ndarray, which: tuple) -> dict:

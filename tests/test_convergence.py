@@ -124,3 +124,19 @@ def test_doubled_ranks_are_scipys_average_ranks_times_two():
         got = doubled_ranks(rows)
         assert got.dtype == np.int64
         np.testing.assert_array_equal(got, 2 * stats.rankdata(rows, method="average", axis=1))
+
+
+@pytest.mark.parametrize("shape", [(4, 1000, 5), (1, 501, 3), (8, 37, 4), (2, 4, 2)])
+def test_ess_is_numpyros_estimator(shape):
+    """The ESS (single-threaded FFTs) is NumPyro's effective_sample_size to rounding, on random-walk
+    plus noise chains of even and odd lengths and one, two or eight chains; a constant coordinate
+    counts every draw."""
+    from numpyro.diagnostics import effective_sample_size
+
+    from inertia.convergence import _ess
+
+    rng = np.random.default_rng(7)
+    x = 0.1 * rng.normal(size=shape).cumsum(axis=1) + rng.normal(size=shape)
+    np.testing.assert_allclose(_ess(x), effective_sample_size(x), rtol=1e-12)
+    x[..., 0] = 3.0
+    assert _ess(x)[0] == shape[0] * shape[1]
