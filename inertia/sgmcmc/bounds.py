@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._recent import KEPT
 from .models import _LINKS, Model
 
 Array = jax.Array
@@ -70,7 +71,7 @@ def third_derivative_norms(model: Model, theta_hat, *, chunk: int = 64) -> np.nd
     return np.concatenate(out)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=KEPT)  # per loss function: a new model's is a new key
 def _generic_m(loss):
     third = jax.jacfwd(jax.hessian(loss))  # T[a, b, c] = d_a d_b d_c l
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
@@ -10,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from inertia import _compile
+from inertia import _compile, _recent
 Array = jax.Array
 
 
@@ -175,7 +174,7 @@ class Target:
 
 _FUNCTIONS = ("potential", "grad", "hvp", "expectations", "expectations_at", "hess_matmul_fn",
               "mean_hess_matmul_fn", "mean_hess_tril_fn", "observations", "unravel")
-_CAST_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CAST_CACHE = _recent.Recent()  # potential -> {dtype: functions} (its values call the key)
 
 
 def _float64_values(target: Target) -> bool:
@@ -326,8 +325,8 @@ def _from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="log
                           **kw)
 
 
-_JIT_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_BATCHED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_JIT_CACHE = _recent.Recent()  # potential -> {what: compiled function}
+_BATCHED = _recent.Recent()  # potential -> {optimized: compiled batched potential}
 BATCH = 128  # rows per call of `batched_potential`: one executable for every batched evaluation
 
 

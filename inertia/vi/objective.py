@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import math
-import weakref
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _compile
+from .. import _compile, _recent
 from ..targets.base import Target, TargetError
 
 QUADRATURE_ORDERS = (192, 384, 768, 1536)  # Gauss-Hermite orders, raised until two agree to 1e-8
@@ -49,7 +48,7 @@ def half_logdet(A, coords):
     return 0.5 * jnp.where(sign > 0, logdet, jnp.nan)
 
 
-_cache: "weakref.WeakKeyDictionary[Target, dict]" = weakref.WeakKeyDictionary()
+_cache = _recent.Recent()  # target -> its compiled objective functions
 
 
 def _target_cache(target):
