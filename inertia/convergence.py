@@ -18,6 +18,7 @@ schedules) says how far to run next. One chain is judged by ESS alone: R-hat com
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import warnings
@@ -112,13 +113,20 @@ def _z_scale(x: np.ndarray) -> np.ndarray:
     """Rank normalisation per coordinate over all chains and draws (average ranks of ties, Blom's
     offset 3/8), as Vehtari et al. (2021) rank-normalise, with SciPy's normal quantile (looked up:
     the ranks take the 2 N - 1 values 1, 1.5, ..., N)."""
+    c, n, d = x.shape
+    rows = np.ascontiguousarray(x.reshape(c * n, d).T)  # each coordinate's draws contiguous
+    return _normal_scores(c * n)[doubled_ranks(rows) - 2].T.reshape(x.shape)
+
+
+@functools.lru_cache(maxsize=8)
+def _normal_scores(N: int) -> np.ndarray:
+    """Blom's normal scores of the 2 N - 1 possible average ranks 1, 1.5, ..., N (the same for
+    every block of coordinates of a judgement)."""
     from scipy import special
 
-    c, n, d = x.shape
-    N = c * n
-    rows = np.ascontiguousarray(x.reshape(N, d).T)  # each coordinate's draws contiguous
-    quantile = special.ndtri((0.5 * np.arange(2, 2 * N + 1) - 0.375) / (N + 0.25))
-    return quantile[doubled_ranks(rows) - 2].T.reshape(x.shape)
+    scores = special.ndtri((0.5 * np.arange(2, 2 * N + 1) - 0.375) / (N + 0.25))
+    scores.flags.writeable = False  # shared by the threads that summarise blocks
+    return scores
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
@@ -126,17 +134,10 @@ def _ess(x: np.ndarray) -> np.ndarray:
     multi-chain autocorrelations, exactly as NumPyro's `effective_sample_size` computes it, with
     its FFTs on one thread (NumPyro asks for every core, which oversubscribes the two threads that
     summarise blocks of coordinates); a constant coordinate counts every draw."""
-    c, n = x.shape[:2]
-    with np.errstate(invalid="ignore", divide="ignore"):  # constant coordinates: set below
-        ess = _geyer(np.moveaxis(x, (0, 1), (-2, -1)), c, n)
-    constant = np.ptp(x, axis=(0, 1)) < np.finfo(float).resolution
-    return np.where(constant, float(c * n), ess)
-
-
-def _geyer(y: np.ndarray, c: int, n: int) -> np.ndarray:
-    """`_ess` of y (d, chain, draw)."""
     from scipy import fft
 
+    c, n = x.shape[:2]
+    y = np.moveaxis(x, (0, 1), (-2, -1))  # (d, chain, draw)
     m2 = 2 * fft.next_fast_len(n, real=True)
     f = fft.rfft(y - y.mean(axis=-1, keepdims=True), n=m2, axis=-1, workers=1)
     acov = fft.irfft(f * np.conjugate(f), n=m2, axis=-1, workers=1)[..., :n] / n
@@ -146,11 +147,14 @@ def _geyer(y: np.ndarray, c: int, n: int) -> np.ndarray:
         var_est = var_est + y.mean(axis=-1).var(axis=-1, ddof=1)
     else:
         var_within = var_est
-    rho = 1.0 - (var_within[..., None] - acov.mean(axis=-2)) / var_est[..., None]
-    rho[..., 0] = 1.0
-    pairs = rho[..., :-1:2] + rho[..., 1::2]  # Geyer's initial positive, then monotone, sequence
-    pairs[..., 1:] = np.minimum.accumulate(np.clip(pairs[..., 1:], 0.0, None), axis=-1)
-    return c * n / (2.0 * pairs.sum(axis=-1) - 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # constant coordinates: set below
+        rho = 1.0 - (var_within[..., None] - acov.mean(axis=-2)) / var_est[..., None]
+        rho[..., 0] = 1.0
+        pairs = rho[..., :-1:2] + rho[..., 1::2]  # Geyer's initial positive, then monotone, sequence
+        pairs[..., 1:] = np.minimum.accumulate(np.clip(pairs[..., 1:], 0.0, None), axis=-1)
+        ess = c * n / (2.0 * pairs.sum(axis=-1) - 1.0)
+    constant = np.ptp(x, axis=(0, 1)) < np.finfo(float).resolution
+    return np.where(constant, float(c * n), ess)
 
 
 def _block_stats(x: np.ndarray, which: tuple) -> dict:

@@ -391,8 +391,8 @@ def _diagnose(target, m, scheme, w, res: SampleResult, judged=None):
     start = int(round(w.burn * res.draws.shape[1]))
     if res.draws.shape[1] - start < 4:
         return None
-    same = judged is not None and judged[0] is res.draws and judged[1] == start
-    dg = diagnose_result(target, res, judged[2] if same else None)
+    same = judged is not None and judged[0] is res.draws  # `_draws_x`: with the same burn-in
+    dg = diagnose_result(target, res, judged[1] if same else None)
     dg.problems.extend(scheme.problems(res.chains, w.target_accept, w.tuning,
                                        unconverged=bool(dg.problems)))
     if not dg.converged:
@@ -452,7 +452,7 @@ class Run(NamedTuple):
     params: Params
     discarded: int
     timed: tuple = (0.0, 0)  # (seconds, gradients) of the sampling blocks, compilation excluded
-    judged: Optional[tuple] = None  # the last judgement's (draws in x, first kept draw, table draws)
+    judged: Optional[tuple] = None  # the last judgement's (draws in x, (table draws, labels))
 
 
 def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
@@ -493,7 +493,7 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
             x = xs[0] if len(xs) == 1 else np.concatenate(xs, axis=1)
             start = int(round(w.burn * x.shape[1]))
             table = summary_draws(target, x[:, start:], names)
-            last["judged"] = (x, start, table)  # the result's draws and diagnosis reuse them
+            last["judged"] = (x, table)  # the result's draws and diagnosis reuse them
             return table[0]
 
         done, why = convergence.run_until_converged(
@@ -592,10 +592,8 @@ def _to_x(z, pre):
     mean, factor = pre
     if hasattr(factor, "to_x"):  # a diagonal or low-rank frame (mcmc.frames), on the host
         host = jax.tree_util.tree_map(np.asarray, factor)
-        if host.rank():
-            return host.to_x(z)
-        x = np.multiply(z, host.scale)  # one new array: m + s z
-        x += host.mean
+        x = np.multiply(host._inner(z, host.root) if host.rank() else z, host.scale)
+        x += host.mean  # m + F z in one new array (no stretched direction: m + s z)
         return x
     return np.asarray(mean) + np.einsum("cnj,ij->cni", z, np.asarray(factor))
 
