@@ -585,7 +585,8 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
 
 def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> dict:
     """Stage 2 in frame `fr` from the chains at x (restarted there), and the trajectory rule on its
-    draws' denoised spectrum capped by the whitened Hessian at their mean (`frames.
+    draws' denoised spectrum capped by the whitened Hessian at their mean, or where that is a saddle
+    each spike at most its direction's variance by the draws' gradients (`frames.
     capped_eigenvalues`): the frame's predicted gradients and cost per effective sample at its
     tuned step size (`choose_trajectory`; `costs`: `frames.step_costs(target)`, computed where
     None), with what the warm-up continues from."""
@@ -596,12 +597,15 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> 
     state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
                                       target_accept, keep=True)
     lo, hi, hvps = frames.curvature_range(target, fr, w2)
-    lam = 1.0 / frames.capped_eigenvalues(w2, lo)
+    saddle = not (np.isfinite(lo) and lo > 0)  # then the draws' gradients bound their spikes
+    g2 = frames.draws_gradients(target, fr, w2) if saddle else None
+    lam = 1.0 / frames.capped_eigenvalues(w2, lo, g2)
     normal, per_direction = frames.step_costs(target) if costs is None else costs
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"],  # max over directions
                                normal_cost=normal, frame_cost=per_direction * fr.rank())
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
-            "grads": g + int(np.shape(x)[0]) + 2 * hvps, "step_size": float(h2),
+            "grads": g + int(np.shape(x)[0]) + 2 * hvps + saddle * int(np.prod(np.shape(w2)[:2])),
+            "step_size": float(h2),
             "curvature": [lo, hi], "hessian_vector_products": hvps,
             "kind": fr.kind, "rank": fr.rank(),
             "predicted_grads_per_ess": float(choice["grads_per_ess"]),

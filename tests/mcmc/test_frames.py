@@ -373,6 +373,49 @@ def test_autocorrelated_draws_inflate_variances_the_curvature_caps():
     np.testing.assert_array_equal(frames.capped_eigenvalues(z, -0.5), frames.eigenvalues(z))
 
 
+def _spiked_gaussian(d, var, seed):
+    """(u, P): a unit direction u and the precision P of N(0, I + (var - 1) u u^T)."""
+    u = np.linalg.qr(np.random.default_rng(seed).normal(size=(d, 1)))[0]
+    return u, np.eye(d) + (1.0 / var - 1.0) * (u @ u.T)
+
+
+def test_pair_variances_are_exact_along_an_eigen_direction_whatever_the_spread():
+    """On N(0, I + 29 u u^T) the gradient's projection on u is (z . u) / 30 at every point, so
+    sqrt(var(z u) / var(g u)) = 30 exactly (closed form) for draws over-dispersed 4-fold along u,
+    and 1 along a direction orthogonal to u however the draws spread along it."""
+    d = 200
+    u, P = _spiked_gaussian(d, 30.0, 0)
+    rng = np.random.default_rng(1)
+    v = np.linalg.qr(np.c_[u, rng.normal(size=(d, 1))])[0][:, 1:]  # orthogonal to u
+    z = rng.normal(size=(4, 50, d))
+    z += (z @ u) * (np.sqrt(120.0) - 1.0) @ u.T + (z @ v) * 4.0 @ v.T
+    g = z @ P
+    np.testing.assert_allclose(frames.pair_variances(z, g, np.c_[u, v].T), [30.0, 1.0], rtol=1e-9)
+
+
+def test_gradients_bound_the_spikes_of_drifting_draws_at_a_saddle():
+    """Draws of N(0, I) (d = 1,000, 4 x 75) over-dispersed 5-fold in sd along three directions, as
+    warm-up chains still moving: the draws alone show spikes far above 1 (> 10); their exact
+    gradients g = z read 1 along them, so at a saddle they fall to the floor SADDLE_MIN_VARIANCE.
+    Exact draws of N(0, I + 29 u u^T) keep a spike above the floor (> 5: the noisy sample
+    direction, overlap with u about 0.8 at d / (n / 2) = 6.7, reads about 7 of the 30). With a
+    positive curvature the gradients are not used (the cap alone)."""
+    d = 1000
+    rng = np.random.default_rng(3)
+    w = rng.normal(size=(4, 75, d))
+    v = np.linalg.qr(rng.normal(size=(d, 3)))[0]
+    z = w + (w @ v) * 4.0 @ v.T
+    assert frames.eigenvalues(z).max() > 10.0
+    assert frames.capped_eigenvalues(z, -0.1, z).max() == frames.SADDLE_MIN_VARIANCE
+    np.testing.assert_allclose(frames.pair_variances(z, z, v.T), 1.0, rtol=1e-9)
+    u, P = _spiked_gaussian(d, 30.0, 4)
+    L = np.linalg.cholesky(np.linalg.inv(P))
+    x = rng.normal(size=(4, 75, d)) @ L.T
+    assert 5.0 < frames.capped_eigenvalues(x, -0.1, x @ P).max() <= 30.0
+    np.testing.assert_array_equal(frames.capped_eigenvalues(z, 1.0 / 30.0, z),
+                                  frames.capped_eigenvalues(z, 1.0 / 30.0))
+
+
 def test_pair_scale_is_exact_for_any_draws_of_a_diagonal_gaussian():
     """On N(mu, diag(sig^2)) the gradient is (z - mu) / sig^2 at every point, so
     sqrt(sd(z) / sd(g)) = sig exactly whatever the draws (closed form), here chains that have
