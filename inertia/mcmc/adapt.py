@@ -586,10 +586,10 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
 def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> dict:
     """Stage 2 in frame `fr` from the chains at x (restarted there), and the trajectory rule on its
     draws' denoised spectrum capped by the whitened Hessian at their mean, or where that is a saddle
-    each spike at most its direction's variance by the draws' gradients (`frames.
-    capped_eigenvalues`): the frame's predicted gradients and cost per effective sample at its
-    tuned step size (`choose_trajectory`; `costs`: `frames.step_costs(target)`, computed where
-    None), with what the warm-up continues from."""
+    and the draws few against d each spike at most its direction's variance by the draws'
+    gradients (`frames.capped_eigenvalues`): the frame's predicted gradients and cost per
+    effective sample at its tuned step size (`choose_trajectory`; `costs`:
+    `frames.step_costs(target)`, computed where None), with what the warm-up continues from."""
     vg = frames.frame_value_and_grad(target, fr)
     from .start import start as _start
 
@@ -597,7 +597,7 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> 
     state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
                                       target_accept, keep=True)
     lo, hi, hvps = frames.curvature_range(target, fr, w2)
-    saddle = not (np.isfinite(lo) and lo > 0)  # then the draws' gradients bound their spikes
+    saddle = frames.bounds_spikes(w2, lo)  # then the draws' gradients bound their spikes
     g2 = frames.draws_gradients(target, fr, w2) if saddle else None
     lam = 1.0 / frames.capped_eigenvalues(w2, lo, g2)
     normal, per_direction = frames.step_costs(target) if costs is None else costs

@@ -22,8 +22,9 @@ step size) runs twice from the same chain positions, in that low-rank frame and 
 frame's gradients per effective sample from its own stage-2 step size, acceptance and draws'
 denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the whitened
 Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`; where that eigenvalue is not
-positive, each spike at most the variance the draws' gradients read along its direction and at
-least SADDLE_MIN_VARIANCE, `pair_variances`); the cheaper is kept (low-rank on a tie).
+positive and the draws few against d, each spike at most the variance the draws' gradients read
+along its direction and at least SADDLE_MIN_VARIANCE, `pair_variances`); the cheaper is kept
+(low-rank on a tie).
 Directions that the draws show but the target's geometry does not reward (a transient of
 the early warm-up, or a covariance direction along which the local curvature is much higher than
 its variance implies, as in hierarchical models) cost the low-rank frame its step size, and the
@@ -67,6 +68,12 @@ LANCZOS_ITERS = 50  # ARPACK restarts at most, per extreme eigenvalue
 # model's saddle (its group scale) mixes slower than its Gaussian reading says (hierarchical
 # logistic, gradients per ESS with floors 1, 2, 4: 58, 39, 35 at d = 300; 65, 62, 54 at 10,000)
 SADDLE_MIN_VARIANCE = 4.0
+# ... and only where the draws are few against d: c = d / (half the draws) at least this
+# (d >= 1,500 at the warm-up's 300 draws). At c = 2 and 6.7 the bound cost a stochastic volatility
+# model (its scale and persistence a saddle) 1.4-3.2 x the gradients per ESS, and at c = 2 its
+# convergence; at c = 20 it saved 10 % there, and 72-86 % on the hierarchical logistic (c = 20
+# and 67)
+SADDLE_MIN_RATIO = 10.0
 
 
 @jax.tree_util.register_pytree_node_class
@@ -355,10 +362,10 @@ def eigenvalues(z, g=None):
     (the large-d counterpart of `adapt.denoised_eigenvalues`): with c = d / (half the draws),
     sample eigenvalues above the bulk edge (1 + sqrt(c))^2 are spike-corrected, those below
     (1 - sqrt(c))^2 (c < 1) divided by it, the rest (and those the draws cannot see) are 1. With
-    the draws' frame gradients g, each spike is at most its direction's `pair_variances`, and at
-    least SADDLE_MIN_VARIANCE: warm-up chains still moving, at d far above their number of draws,
-    show tens of spikes of 20-150 on a hierarchical logistic at d = 3,000-10,000 whose variance
-    the gradients put near 1.2-1.4."""
+    the draws' frame gradients g, and where c >= SADDLE_MIN_RATIO, each spike is at most its
+    direction's `pair_variances`, and at least SADDLE_MIN_VARIANCE: warm-up chains still moving,
+    at d far above their number of draws, show tens of spikes of 20-150 on a hierarchical
+    logistic at d = 3,000-10,000 whose variance the gradients put near 1.2-1.4."""
     flat = finite_rows(z)
     n, d = flat.shape
     out = np.ones(d)
@@ -366,15 +373,16 @@ def eigenvalues(z, g=None):
         return out
     c = d / max(0.5 * n, 1.0)
     centred = (flat - flat.mean(0)) / math.sqrt(n - 1)
-    if g is None:
-        s = np.linalg.svd(centred, compute_uv=False)
-    else:
+    bound = g is not None and c >= SADDLE_MIN_RATIO
+    if bound:
         _, s, vt = np.linalg.svd(centred, full_matrices=False)
+    else:
+        s = np.linalg.svd(centred, compute_uv=False)
     ell = np.clip(s ** 2, 1e-8, 1e8)
     k = ell.size
     spike = ell > (1.0 + math.sqrt(c)) ** 2
     out[:k] = np.where(spike, spiked_eigenvalue(ell, c), 1.0)
-    if g is not None and spike.any():
+    if bound and spike.any():
         top = np.flatnonzero(spike)
         read = np.maximum(pair_variances(z, g, vt[top]), SADDLE_MIN_VARIANCE)
         out[top] = np.minimum(out[top], read)
@@ -420,11 +428,21 @@ def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
     return lo, hi, count[0]
 
 
+def bounds_spikes(z, curvature_min: float) -> bool:
+    """Whether `capped_eigenvalues` of draws z (chain, draw, d) bounds their spikes by their
+    gradients: the curvature at their centre not positive, and c = d / (half the draws) at least
+    SADDLE_MIN_RATIO."""
+    n = finite_rows(z).shape[0]
+    saddle = not (np.isfinite(curvature_min) and curvature_min > 0)
+    return bool(saddle and np.shape(z)[-1] / max(0.5 * n, 1.0) >= SADDLE_MIN_RATIO)
+
+
 def capped_eigenvalues(z, curvature_min: float, g=None):
     """`eigenvalues` of the draws with the variances above 1 / curvature_min (the largest variance
     a Gaussian with the centre's curvature has) set to it. Where that curvature is not positive (a
     saddle: the centre says nothing of the spread), the draws' spectrum, each spike at most its
-    direction's variance by the frame gradients g (`eigenvalues(z, g)`) where they are given; with
+    direction's variance by the frame gradients g (`eigenvalues(z, g)`) where they are given and
+    the draws few against d (`bounds_spikes`); with
     a positive curvature g is not used: a noisy sample direction mixes a true spike with the bulk,
     and its gradients then read far less than the spike (3.5 and 1.3 where the curvature bounds the
     variance at 28 and 7, a GLMM and a latent field at d = 3,000: chains 2.4 and 1.8 x costlier)."""
@@ -483,5 +501,6 @@ def whiten(target, frame: Frame):
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
-           "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "curvature_range", "capped_eigenvalues",
+           "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",
+           "curvature_range", "capped_eigenvalues",
            "pair_scale", "draws_gradients", "step_costs", "NORMAL_FLOPS"]

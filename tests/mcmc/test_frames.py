@@ -394,26 +394,32 @@ def test_pair_variances_are_exact_along_an_eigen_direction_whatever_the_spread()
 
 
 def test_gradients_bound_the_spikes_of_drifting_draws_at_a_saddle():
-    """Draws of N(0, I) (d = 1,000, 4 x 75) over-dispersed 5-fold in sd along three directions, as
-    warm-up chains still moving: the draws alone show spikes far above 1 (> 10); their exact
-    gradients g = z read 1 along them, so at a saddle they fall to the floor SADDLE_MIN_VARIANCE.
-    Exact draws of N(0, I + 29 u u^T) keep a spike above the floor (> 5: the noisy sample
-    direction, overlap with u about 0.8 at d / (n / 2) = 6.7, reads about 7 of the 30). With a
-    positive curvature the gradients are not used (the cap alone)."""
-    d = 1000
+    """Draws of N(0, I) (d = 2,000, 4 x 75: c = d / (n / 2) = 13.3) over-dispersed 5-fold in sd
+    along three directions, as warm-up chains still moving: the draws alone show spikes far above
+    1 (> 10); their exact gradients g = z read 1 along them, so at a saddle they fall to the floor
+    SADDLE_MIN_VARIANCE. Exact draws of N(0, I + 99 u u^T) keep a spike above the floor (> 8: the
+    noisy sample direction, overlap with u about 0.88, reads 11-14 of the 100). With a positive
+    curvature, or with draws not few against d (c = 6.7 < SADDLE_MIN_RATIO), the gradients are
+    not used."""
+    d = 2000
     rng = np.random.default_rng(3)
     w = rng.normal(size=(4, 75, d))
     v = np.linalg.qr(rng.normal(size=(d, 3)))[0]
     z = w + (w @ v) * 4.0 @ v.T
+    assert frames.bounds_spikes(z, -0.1) and not frames.bounds_spikes(z, 1.0 / 30.0)
     assert frames.eigenvalues(z).max() > 10.0
     assert frames.capped_eigenvalues(z, -0.1, z).max() == frames.SADDLE_MIN_VARIANCE
     np.testing.assert_allclose(frames.pair_variances(z, z, v.T), 1.0, rtol=1e-9)
-    u, P = _spiked_gaussian(d, 30.0, 4)
-    L = np.linalg.cholesky(np.linalg.inv(P))
-    x = rng.normal(size=(4, 75, d)) @ L.T
-    assert 5.0 < frames.capped_eigenvalues(x, -0.1, x @ P).max() <= 30.0
+    u, P = _spiked_gaussian(d, 100.0, 4)
+    x = rng.normal(size=(4, 75, d))
+    x += (x @ u) * 9.0 @ u.T  # sd 10 along u
+    assert 8.0 < frames.capped_eigenvalues(x, -0.1, x @ P).max() <= 100.0
     np.testing.assert_array_equal(frames.capped_eigenvalues(z, 1.0 / 30.0, z),
                                   frames.capped_eigenvalues(z, 1.0 / 30.0))
+    few = z[..., :1000]  # c = 6.7
+    assert not frames.bounds_spikes(few, -0.1)
+    np.testing.assert_array_equal(frames.capped_eigenvalues(few, -0.1, few),
+                                  frames.eigenvalues(few))
 
 
 def test_pair_scale_is_exact_for_any_draws_of_a_diagonal_gaussian():
