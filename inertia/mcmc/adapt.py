@@ -597,14 +597,14 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> 
     state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,
                                       target_accept, keep=True)
     lo, hi, hvps = frames.curvature_range(target, fr, w2)
-    saddle = frames.bounds_spikes(w2, lo)  # then the draws' gradients bound their spikes
-    g2 = frames.draws_gradients(target, fr, w2) if saddle else None
+    bound = frames.bounds_spikes(w2, lo)  # then the draws' gradients bound their spikes
+    g2 = frames.draws_gradients(target, fr, w2) if bound else None
     lam = 1.0 / frames.capped_eigenvalues(w2, lo, g2)
     normal, per_direction = frames.step_costs(target) if costs is None else costs
     choice = choose_trajectory(np.unique(lam), h2, stage["acceptance"],  # max over directions
                                normal_cost=normal, frame_cost=per_direction * fr.rank())
     return {"frame": fr, "vg": vg, "state": state, "stage": stage, "choice": choice, "lam": lam,
-            "grads": g + int(np.shape(x)[0]) + 2 * hvps + saddle * int(np.prod(np.shape(w2)[:2])),
+            "grads": g + int(np.shape(x)[0]) + 2 * hvps + bound * int(np.prod(np.shape(w2)[:2])),
             "step_size": float(h2),
             "curvature": [lo, hi], "hessian_vector_products": hvps,
             "kind": fr.kind, "rank": fr.rank(),

@@ -66,7 +66,7 @@ LANCZOS_ITERS = 50  # ARPACK restarts at most, per extreme eigenvalue
 # most the variance their gradients read along it, and at least this (twice the bulk's sd): the
 # gradients' reading of a noisy sample direction falls short of a true spike, and a hierarchical
 # model's saddle (its group scale) mixes slower than its Gaussian reading says (hierarchical
-# logistic, gradients per ESS with floors 1, 2, 4: 58, 39, 35 at d = 300; 65, 62, 54 at 10,000)
+# logistic, gradients per ESS with floors 1, 2, 4: 58, 53, 40 at d = 3,000; 65, 62, 54 at 10,000)
 SADDLE_MIN_VARIANCE = 4.0
 # ... and only where the draws are few against d: c = d / (half the draws) at least this
 # (d >= 1,500 at the warm-up's 300 draws). At c = 2 and 6.7 the bound cost a stochastic volatility
@@ -341,20 +341,11 @@ def describe_trial(trials) -> str:
 
 def pair_variances(z, g, v):
     """sqrt(var(z v) / var(g v)) along each unit direction v (k, d) of draws z and their frame
-    gradients g (chain, draw, d): the Fisher-divergence variance along a direction (`pair_scale`'s
-    rule on a projection), exact for an eigen-direction of a Gaussian whatever the draws' spread
-    (draws that drift or are over-dispersed along v inflate both variances alike); inf where the
-    gradients' variance is zero or not finite."""
-    flat_z = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
-    flat_g = np.asarray(g, np.float64).reshape(-1, np.shape(g)[-1])
-    ok = np.all(np.isfinite(flat_z), axis=1) & np.all(np.isfinite(flat_g), axis=1)
-    v = np.atleast_2d(np.asarray(v, np.float64))
-    if ok.sum() < 2:
-        return np.full(v.shape[0], np.inf)
-    pz, pg = flat_z[ok] @ v.T, flat_g[ok] @ v.T
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.sqrt(pz.var(0, ddof=1) / pg.var(0, ddof=1))
-    return np.where(np.isfinite(out), out, np.inf)
+    gradients g (chain, draw, d): `pair_scale` squared on the projections, the Fisher-divergence
+    variance along a direction, exact for an eigen-direction of a Gaussian whatever the draws'
+    spread (draws that drift or are over-dispersed along v inflate both variances alike)."""
+    vt = np.atleast_2d(np.asarray(v, np.float64)).T
+    return pair_scale(np.asarray(z, np.float64) @ vt, np.asarray(g, np.float64) @ vt) ** 2
 
 
 def eigenvalues(z, g=None):
@@ -362,10 +353,11 @@ def eigenvalues(z, g=None):
     (the large-d counterpart of `adapt.denoised_eigenvalues`): with c = d / (half the draws),
     sample eigenvalues above the bulk edge (1 + sqrt(c))^2 are spike-corrected, those below
     (1 - sqrt(c))^2 (c < 1) divided by it, the rest (and those the draws cannot see) are 1. With
-    the draws' frame gradients g, and where c >= SADDLE_MIN_RATIO, each spike is at most its
-    direction's `pair_variances`, and at least SADDLE_MIN_VARIANCE: warm-up chains still moving,
-    at d far above their number of draws, show tens of spikes of 20-150 on a hierarchical
-    logistic at d = 3,000-10,000 whose variance the gradients put near 1.2-1.4."""
+    the draws' frame gradients g, each spike is at most its direction's `pair_variances`, and at
+    least SADDLE_MIN_VARIANCE (`capped_eigenvalues` passes g at a saddle, `bounds_spikes`):
+    warm-up chains still moving, at d far above their number of draws, show tens of spikes of
+    20-150 on a hierarchical logistic at d = 3,000-10,000 whose variance the gradients put near
+    1.2-1.4."""
     flat = finite_rows(z)
     n, d = flat.shape
     out = np.ones(d)
@@ -373,8 +365,7 @@ def eigenvalues(z, g=None):
         return out
     c = d / max(0.5 * n, 1.0)
     centred = (flat - flat.mean(0)) / math.sqrt(n - 1)
-    bound = g is not None and c >= SADDLE_MIN_RATIO
-    if bound:
+    if g is not None:
         _, s, vt = np.linalg.svd(centred, full_matrices=False)
     else:
         s = np.linalg.svd(centred, compute_uv=False)
@@ -382,7 +373,7 @@ def eigenvalues(z, g=None):
     k = ell.size
     spike = ell > (1.0 + math.sqrt(c)) ** 2
     out[:k] = np.where(spike, spiked_eigenvalue(ell, c), 1.0)
-    if bound and spike.any():
+    if g is not None and spike.any():
         top = np.flatnonzero(spike)
         read = np.maximum(pair_variances(z, g, vt[top]), SADDLE_MIN_VARIANCE)
         out[top] = np.minimum(out[top], read)
@@ -442,13 +433,13 @@ def capped_eigenvalues(z, curvature_min: float, g=None):
     a Gaussian with the centre's curvature has) set to it. Where that curvature is not positive (a
     saddle: the centre says nothing of the spread), the draws' spectrum, each spike at most its
     direction's variance by the frame gradients g (`eigenvalues(z, g)`) where they are given and
-    the draws few against d (`bounds_spikes`); with
-    a positive curvature g is not used: a noisy sample direction mixes a true spike with the bulk,
-    and its gradients then read far less than the spike (3.5 and 1.3 where the curvature bounds the
-    variance at 28 and 7, a GLMM and a latent field at d = 3,000: chains 2.4 and 1.8 x costlier)."""
-    if not (np.isfinite(curvature_min) and curvature_min > 0):
-        return eigenvalues(z, g)
-    return np.minimum(eigenvalues(z), max(1.0 / curvature_min, 1.0))
+    the draws few against d (`bounds_spikes`); with a positive curvature g is not used: a noisy
+    sample direction mixes a true spike with the bulk, and its gradients then read far less than
+    the spike (3.5 and 1.3 where the curvature bounds the variance at 28 and 7, a GLMM and a
+    latent field at d = 3,000: chains 2.4 and 1.8 x costlier)."""
+    if np.isfinite(curvature_min) and curvature_min > 0:
+        return np.minimum(eigenvalues(z), max(1.0 / curvature_min, 1.0))
+    return eigenvalues(z, g if bounds_spikes(z, curvature_min) else None)
 
 
 def frame_value_and_grad(target, frame: Frame):
