@@ -97,7 +97,11 @@ def doubled_ranks(rows: np.ndarray) -> np.ndarray:
     "average", times 2: integers), from NumPy's unstable sort: ties are averaged, so their order
     does not matter, and the introsort takes a third of the stable sort's time."""
     order = np.argsort(rows, axis=-1)
-    v = np.take_along_axis(rows, order, axis=-1)
+    return _sorted_ranks(order, np.take_along_axis(rows, order, axis=-1))
+
+
+def _sorted_ranks(order: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """`doubled_ranks` of rows whose sorted values are v = rows[order] (along the last axis)."""
     starts = np.empty(v.shape, bool)  # where a run of equal sorted values begins (every row's first)
     starts[..., 0] = True
     np.not_equal(v[..., 1:], v[..., :-1], out=starts[..., 1:])
@@ -109,13 +113,28 @@ def doubled_ranks(rows: np.ndarray) -> np.ndarray:
     return ranks
 
 
-def _z_scale(x: np.ndarray) -> np.ndarray:
+def _z_scales(x: np.ndarray) -> tuple:
     """Rank normalisation per coordinate over all chains and draws (average ranks of ties, Blom's
     offset 3/8), as Vehtari et al. (2021) rank-normalise, with SciPy's normal quantile (looked up:
-    the ranks take the 2 N - 1 values 1, 1.5, ..., N)."""
+    the ranks take the 2 N - 1 values 1, 1.5, ..., N): of x and of the folded |x - median(x)|
+    (the same arrays `doubled_ranks` of each would give). One sort serves both: below the median
+    the sorted draws give the folded values in reverse order, above it in order, so a stable sort
+    of the two runs is a linear-time merge."""
     c, n, d = x.shape
-    rows = np.ascontiguousarray(x.reshape(c * n, d).T)  # each coordinate's draws contiguous
-    return _normal_scores(c * n)[doubled_ranks(rows) - 2].T.reshape(x.shape)
+    N = c * n
+    rows = np.ascontiguousarray(x.reshape(N, d).T)  # each coordinate's draws contiguous
+    order = np.argsort(rows, axis=-1)
+    v = np.take_along_axis(rows, order, axis=-1)
+    scores = _normal_scores(N)
+    z = scores[_sorted_ranks(order, v) - 2].T.reshape(x.shape)
+    med = v[:, (N - 1) // 2:N // 2 + 1].mean(axis=-1, keepdims=True)  # as np.median computes it
+    h = N // 2  # v[:, :h] <= med <= v[:, h:]
+    folded = np.concatenate([med - v[:, h - 1::-1] if h else v[:, :0], v[:, h:] - med], axis=-1)
+    fo = np.concatenate([order[:, h - 1::-1] if h else order[:, :0], order[:, h:]], axis=-1)
+    merge = np.argsort(folded, axis=-1, kind="stable")  # two sorted runs: a merge
+    ranks = _sorted_ranks(np.take_along_axis(fo, merge, axis=-1),
+                          np.take_along_axis(folded, merge, axis=-1))
+    return z, scores[ranks - 2].T.reshape(x.shape)
 
 
 @functools.lru_cache(maxsize=8)
@@ -164,11 +183,10 @@ def _block_stats(x: np.ndarray, which: tuple) -> dict:
     s, out = _split(x), {}
     flat = x.reshape(-1, x.shape[2])
     if "ess_bulk" in which or "rhat" in which:
-        z = _z_scale(s)
+        z, zf = _z_scales(s)
         out["ess_bulk"] = _ess(z)
         if x.shape[0] >= 2:  # rank R-hat: the worse of the bulk's and the folded draws'
-            folded = np.abs(s - np.median(s, axis=(0, 1)))
-            out["rhat"] = np.maximum(gelman_rubin(z), gelman_rubin(_z_scale(folded)))
+            out["rhat"] = np.maximum(gelman_rubin(z), gelman_rubin(zf))
         else:  # R-hat compares chains: with one chain it is NaN (see ONE_CHAIN)
             out["rhat"] = np.full(x.shape[2], np.nan)
     if "ess_tail" in which:  # the least ESS of the 5 % and 95 % quantiles' indicators

@@ -126,6 +126,27 @@ def test_doubled_ranks_are_scipys_average_ranks_times_two():
         np.testing.assert_array_equal(got, 2 * stats.rankdata(rows, method="average", axis=1))
 
 
+def test_folded_ranks_from_one_sort_are_the_folded_draws_ranks():
+    """The folded draws' normal scores that `_z_scales` merges from the bulk's sort equal those of
+    ranking |x - median(x)| afresh, bit for bit: with ties from rounding, with repeated draws (as
+    rejections make), a constant coordinate, and odd and even numbers of draws."""
+    from scipy import stats
+
+    from inertia.convergence import _normal_scores, _z_scales
+
+    rng = np.random.default_rng(7)
+    for c, n, d in ((4, 50, 6), (1, 7, 3), (3, 11, 5), (8, 4, 2)):
+        x = rng.normal(size=(c, n, d))
+        x[..., 0] = np.round(x[..., 0] * 2) / 2
+        keep = np.maximum.accumulate(np.where(rng.random((c, n)) < 0.3, 0, np.arange(n)), axis=1)
+        x[..., 1] = np.take_along_axis(x[..., 1], keep, axis=1)
+        x[..., -1] = 1.5
+        folded = np.abs(x - np.median(x, axis=(0, 1)))
+        ranks = stats.rankdata(folded.reshape(c * n, d), method="average", axis=0)
+        want = _normal_scores(c * n)[(2 * ranks).astype(np.int64) - 2].reshape(x.shape)
+        np.testing.assert_array_equal(_z_scales(x)[1], want)
+
+
 @pytest.mark.parametrize("shape", [(4, 1000, 5), (1, 501, 3), (8, 37, 4), (2, 4, 2)])
 def test_ess_is_numpyros_estimator(shape):
     """The ESS (single-threaded FFTs) is NumPyro's effective_sample_size to rounding, on random-walk

@@ -498,7 +498,8 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
                 tune_step=True):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
     matrix: MAP by L-BFGS, the diagonal start frame from Hessian probes, stage 1, the frame refined
-    by its draws and their gradients, stage 2, then the trajectory rule on the draws' denoised
+    by its draws and their gradients (directions kept where the Hessian confirms them,
+    `frames.confirmed_directions`), stage 2, then the trajectory rule on the draws' denoised
     spectrum capped by the whitened Hessian's curvature, and the divergence raises of the dense
     warm-up. Up to frames.LAPLACE_DENSE_MAX_DIM (frame "auto") the dense Laplace fit at the MAP
     is tried first and taken when it whitens the target (`warmup.good_laplace_fit`)."""
@@ -544,7 +545,13 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     x_last = fr.to_x(np.asarray(state.position))
     gs = frames.draws_gradients(target, fr, zs)  # the draws' gradients set the diagonal with them
     chain_grads += int(np.prod(np.shape(zs)[:2]))
-    fr = frames.from_draws(fr, zs, gs, kind).padded()
+    fr = frames.from_draws(fr, zs, gs, kind)
+    found = fr.rank()
+    if kind == "auto":  # only directions the Hessian confirms are worth a trial
+        fr, hvps = frames.confirmed_directions(target, fr)
+        chain_grads += 2 * hvps
+    confirmed = fr.rank()
+    fr = fr.padded()
     costs = frames.step_costs(target)
     tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept, costs)]
     if kind == "auto" and fr.rank():  # the same stage 2 without the directions
@@ -561,9 +568,13 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     why = (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)
     if laplace_why is not None:
         why += f"; no dense Laplace frame: {laplace_why}"
+    if found > confirmed:
+        why += (f"; {found - confirmed} of the warm-up draws' {found} directions dropped: the "
+                f"Hessian reads a variance below {frames.STRETCH_MIN_VARIANCE:g} along them")
     if len(tried) > 1:
         why += "; " + frames.describe_trial(tried)
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
+            "directions_found": found, "directions_confirmed": confirmed,
             "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size", "curvature",
                                                             "hessian_vector_products",
                                                             "predicted_grads_per_ess",

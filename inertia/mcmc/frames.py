@@ -74,6 +74,12 @@ SADDLE_MIN_VARIANCE = 4.0
 # convergence; at c = 20 it saved 10 % there, and 72-86 % on the hierarchical logistic (c = 20
 # and 67)
 SADDLE_MIN_RATIO = 10.0
+# a direction of the warm-up draws is stretched only where the Hessian at their centre leaves it a
+# variance of at least this (twice the diagonal frame's sd): warm-up chains still moving at d far
+# above their number of draws show spikes of 5-58 along which the Hessian reads a variance of 1-2
+# (hierarchical logistic, Poisson GLMM, latent field, d = 300-10,000), and stretching them made the
+# curvature in the frame 11-376 and the low-rank frame lose every trial
+STRETCH_MIN_VARIANCE = 4.0
 
 
 @jax.tree_util.register_pytree_node_class
@@ -299,6 +305,33 @@ def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK)
     return Frame(out.mean, out.scale, vt[keep].T, np.sqrt(lam) - 1.0)
 
 
+def confirmed_directions(target, frame: Frame, min_variance: float = STRETCH_MIN_VARIANCE):
+    """(frame, HVPs): each stretched direction u of `frame` with its variance lam capped at the one
+    the Hessian reads along it at the frame's centre, 1 / (s u)^T hess V(m) (s u) where that is
+    positive (exact for a Gaussian target), and dropped where the capped variance is below
+    `min_variance`; one Hessian-vector product a direction. Where the Hessian is not positive along
+    u it says nothing and lam is kept. Without directions (or an HVP) the frame is returned as it
+    is."""
+    from ..targets.base import jitted
+
+    r = frame.rank()
+    if not r or target.hvp is None:
+        return frame, 0
+    hvp = jitted(target, "hvp")
+    x = jax.device_put(np.asarray(frame.mean, np.float64))
+    U = np.asarray(frame.U, np.float64)[:, :r]
+    lam = (1.0 + np.asarray(frame.root, np.float64)[:r]) ** 2
+    for k in range(r):
+        w = np.asarray(frame.scale, np.float64) * U[:, k]
+        curv = float(w @ np.asarray(hvp(x, jax.device_put(w)), np.float64))
+        if math.isfinite(curv) and curv > 0:
+            lam[k] = min(lam[k], 1.0 / curv)
+    keep = np.flatnonzero(lam >= min_variance)
+    if keep.size == 0:
+        return Frame(frame.mean, frame.scale), r
+    return Frame(frame.mean, frame.scale, U[:, keep], np.sqrt(lam[keep]) - 1.0), r
+
+
 def step_costs(target) -> tuple:
     """(d standard normals, each stretched direction of a frame's map around one gradient) in
     gradients of the target, from the flops XLA counts in its gradient (NORMAL_FLOPS a normal; the
@@ -491,6 +524,7 @@ def whiten(target, frame: Frame):
 
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
+           "confirmed_directions",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",
            "curvature_range", "capped_eigenvalues",

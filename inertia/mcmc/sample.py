@@ -286,6 +286,8 @@ def summary_draws(target, draws, names):
             shape = v.shape[2:]
             labels += [site] if not shape else [f"{site}[{','.join(map(str, i))}]"
                                                 for i in np.ndindex(*shape)]
+        if len(cols) == 1:  # one site: its draws as they are, not a copy
+            return cols[0], labels
         if cols:
             return np.concatenate(cols, axis=2), labels
     return draws, names

@@ -223,9 +223,37 @@ def test_stretched_directions_keep_the_low_rank_frame(monkeypatch):
                                     get_method("hfhr-exact"), 4, jax.random.PRNGKey(0))
     tried = {t["kind"]: t for t in report["fit"]["frames_tried"]}
     assert set(tried) == {"low-rank", "diagonal"} and tried["low-rank"]["rank"] >= 2
+    assert report["fit"]["directions_confirmed"] >= 2  # the Hessian confirms the true spikes
     assert report["fit"]["frame"] == "low-rank"
     assert (2 * tried["low-rank"]["predicted_grads_per_ess"]
             < tried["diagonal"]["predicted_grads_per_ess"])
+
+
+def test_confirmed_directions_cap_each_stretch_by_the_hessian():
+    """On N(0, C), C = diag(s)(I + U diag(lam - 1) U^T) diag(s) with lam = 100 and 9, a frame that
+    claims variances 100, 50 and 30 along U_1, a direction v orthogonal to U and U_2: the Hessian
+    along each (s u)^T C^-1 (s u) reads exactly 1/100, 1 and 1/9, so the first keeps 100, v (1 < 4)
+    is dropped and U_2 is capped at 9 (closed form, to rounding), with one HVP a direction; a frame
+    whose directions all read below 4 comes back diagonal."""
+    import jax
+
+    from inertia.targets import gaussian
+
+    d = 60
+    s, U, C = _spiked(d, [100.0, 9.0], 4)
+    Q = np.linalg.qr(np.column_stack([U, np.random.default_rng(5).normal(size=d)]))[0]
+    V = np.column_stack([U[:, 0], Q[:, 2], U[:, 1]])
+    claimed = np.array([100.0, 50.0, 30.0])
+    fr = frames.Frame(np.zeros(d), s, V, np.sqrt(claimed) - 1.0)
+    with jax.enable_x64(True):
+        t = gaussian(np.zeros(d), np.linalg.inv(C))
+        out, hvps = frames.confirmed_directions(t, fr)
+        diag, hvps2 = frames.confirmed_directions(t, frames.Frame(np.zeros(d), s, V[:, 1:2],
+                                                                  np.array([np.sqrt(50.0) - 1.0])))
+    assert hvps == 3 and out.rank() == 2 and hvps2 == 1 and diag.rank() == 0
+    np.testing.assert_allclose(np.abs(out.U.T @ V[:, [0, 2]]), np.eye(2), atol=1e-12)
+    np.testing.assert_allclose((1.0 + out.root) ** 2, [100.0, 9.0], rtol=1e-9)
+    np.testing.assert_allclose(diag.scale, s, rtol=0)
 
 
 def test_directions_the_target_lacks_give_the_diagonal_frame():
