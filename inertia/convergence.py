@@ -100,17 +100,21 @@ def doubled_ranks(rows: np.ndarray) -> np.ndarray:
     return _sorted_ranks(order, np.take_along_axis(rows, order, axis=-1))
 
 
-def _sorted_ranks(order: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """`doubled_ranks` of rows whose sorted values are v = rows[order] (along the last axis)."""
+def _sorted_ranks(order: np.ndarray, v: np.ndarray, scores=None) -> np.ndarray:
+    """`doubled_ranks` of rows whose sorted values are v = rows[order] (along the last axis); with
+    `scores`, scores[doubled rank - 2] instead, looked up in sorted order (in place of a gather at
+    random positions)."""
     starts = np.empty(v.shape, bool)  # where a run of equal sorted values begins (every row's first)
     starts[..., 0] = True
     np.not_equal(v[..., 1:], v[..., :-1], out=starts[..., 1:])
     first = np.flatnonzero(starts)
     count = np.diff(first, append=starts.size)
     mid = 2 * (first % v.shape[-1]) + count + 1  # twice the run's average rank
-    ranks = np.empty(v.shape, np.int64)
-    np.put_along_axis(ranks, order, np.repeat(mid, count).reshape(v.shape), axis=-1)
-    return ranks
+    if scores is not None:
+        mid = scores[mid - 2]
+    out = np.empty(v.shape, mid.dtype)
+    np.put_along_axis(out, order, np.repeat(mid, count).reshape(v.shape), axis=-1)
+    return out
 
 
 def _z_scales(x: np.ndarray) -> tuple:
@@ -126,15 +130,15 @@ def _z_scales(x: np.ndarray) -> tuple:
     order = np.argsort(rows, axis=-1)
     v = np.take_along_axis(rows, order, axis=-1)
     scores = _normal_scores(N)
-    z = scores[_sorted_ranks(order, v) - 2].T.reshape(x.shape)
+    z = _sorted_ranks(order, v, scores).T.reshape(x.shape)
     med = v[:, (N - 1) // 2:N // 2 + 1].mean(axis=-1, keepdims=True)  # as np.median computes it
     h = N // 2  # v[:, :h] <= med <= v[:, h:]
     folded = np.concatenate([med - v[:, h - 1::-1] if h else v[:, :0], v[:, h:] - med], axis=-1)
     fo = np.concatenate([order[:, h - 1::-1] if h else order[:, :0], order[:, h:]], axis=-1)
     merge = np.argsort(folded, axis=-1, kind="stable")  # two sorted runs: a merge
-    ranks = _sorted_ranks(np.take_along_axis(fo, merge, axis=-1),
-                          np.take_along_axis(folded, merge, axis=-1))
-    return z, scores[ranks - 2].T.reshape(x.shape)
+    zf = _sorted_ranks(np.take_along_axis(fo, merge, axis=-1),
+                       np.take_along_axis(folded, merge, axis=-1), scores)
+    return z, zf.T.reshape(x.shape)
 
 
 @functools.lru_cache(maxsize=8)

@@ -16,7 +16,9 @@ stage-1 warm-up draws and their gradients g then set s by s_i (sd(z_i) / sd(g_i)
 after that scaling, the eigen-directions of their covariance whose eigenvalue lies above the
 Marchenko-Pastur bulk of an identity covariance (for the draws' effective number, their lag-1
 autocorrelation read as AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance
-bias, Baik & Silverstein 2006) become U. When there is at least one, stage 2 (dual averaging of the
+bias, Baik & Silverstein 2006) become U, each variance capped at the one the Hessian at the
+draws' mean reads along its direction and dropped below STRETCH_MIN_VARIANCE
+(`confirmed_directions`, one HVP a direction). When there is at least one left, stage 2 (dual averaging of the
 step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal one
 (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts each
 frame's gradients per effective sample from its own stage-2 step size, acceptance and draws'
