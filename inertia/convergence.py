@@ -58,11 +58,12 @@ _LAST = threading.local()  # per thread: (fingerprint, stats so far) of the last
 
 
 def _fingerprint(x: np.ndarray) -> tuple:
-    """Shape and a BLAKE2 digest of the draws' bytes (hashlib, ~1 GB/s): equal draws, equal key."""
+    """Shape and a SHA-1 digest of the draws' bytes (hashlib; with the CPU's SHA instructions
+    about twice BLAKE2's speed, 0.23 against 0.55 s for 320 MB here): equal draws, equal key."""
     import hashlib
 
-    return x.shape, hashlib.blake2b(memoryview(np.ascontiguousarray(x)).cast("B"),
-                                    digest_size=16).digest()
+    return x.shape, hashlib.sha1(memoryview(np.ascontiguousarray(x)).cast("B"),
+                                 usedforsecurity=False).digest()
 
 
 def chain_stats(draws, which=STATS) -> dict:

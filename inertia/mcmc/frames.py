@@ -79,8 +79,9 @@ SADDLE_MIN_RATIO = 10.0
 # a direction of the warm-up draws is stretched only where the Hessian at their centre leaves it a
 # variance of at least this (twice the diagonal frame's sd): warm-up chains still moving at d far
 # above their number of draws show spikes of 5-58 along which the Hessian reads a variance of 1-2
-# (hierarchical logistic, Poisson GLMM, latent field, d = 300-10,000), and stretching them made the
-# curvature in the frame 11-376 and the low-rank frame lose every trial
+# (hierarchical logistic, Poisson GLMM, latent field, d = 300 and 1,000); stretched as the draws
+# say, the frame's curvature along them was 11-376 at d = 300-10,000 and the low-rank frame lost
+# every trial
 STRETCH_MIN_VARIANCE = 4.0
 
 
