@@ -8,10 +8,10 @@ its ESS estimator (Stan's, recomputed here with single-threaded FFTs) on rank no
 ArviZ's to rounding. ESS (and so MCSE) differs in two details of Geyer's sequence: within a few
 per cent for positively correlated chains; where chains are antithetic (ESS above the number of
 draws), ArviZ adds one more positive autocorrelation and reports up to about 15 % less. On draws
-at d = 3,025 (4 x 1,000, 15 % repeated as by rejections, 2 cores) a judgement takes 0.6 s (1.55 s
-with SciPy's rankdata, whose stable sort is the most of the difference, and NumPyro's all-core
-FFTs) where ArviZ's per-coordinate loop takes 4.4. The one
-loop: `run_until_converged` advances chains in blocks until `judge` says the draws meet a
+at d = 3,025 (4 x 1,000, 15 % repeated as by rejections, 2 cores) a judgement takes 0.6-1.0 s by
+the machine's load (at the lighter load 1.55 s with SciPy's rankdata, whose stable sort is the
+most of the difference, and NumPyro's all-core FFTs, where ArviZ's per-coordinate loop takes
+4.4). The one loop: `run_until_converged` advances chains in blocks until `judge` says the draws meet a
 `StopRule` (every ESS >= target_ess and, with two or more chains, every R-hat <= rhat_max), or the
 rule's cap is reached; `StopRule.next_goal` (a pure function of the run's state, as optax's
 schedules) says how far to run next. One chain is judged by ESS alone: R-hat compares chains.
