@@ -11,9 +11,9 @@ draws), ArviZ adds one more positive autocorrelation and reports up to about 15 
 at d = 3,025 (4 x 1,000, 15 % repeated as by rejections, 2 cores) a judgement takes 0.6-1.0 s by
 the machine's load (at the lighter load 1.55 s with SciPy's rankdata, whose stable sort is the
 most of the difference, and NumPyro's all-core FFTs, where ArviZ's per-coordinate loop takes
-4.4). The one loop: `run_until_converged` advances chains in blocks until `judge` says the draws meet a
-`StopRule` (every ESS >= target_ess and, with two or more chains, every R-hat <= rhat_max), or the
-rule's cap is reached; `StopRule.next_goal` (a pure function of the run's state, as optax's
+4.4). The one loop: `run_until_converged` advances chains in blocks until `judge` says the draws
+meet a `StopRule` (every ESS >= target_ess and, with two or more chains, every R-hat <= rhat_max),
+or the rule's cap is reached; `StopRule.next_goal` (a pure function of the run's state, as optax's
 schedules) says how far to run next. One chain is judged by ESS alone: R-hat compares chains.
 """
 from __future__ import annotations
@@ -122,9 +122,9 @@ def _z_scales(x: np.ndarray) -> tuple:
     """Rank normalisation per coordinate over all chains and draws (average ranks of ties, Blom's
     offset 3/8), as Vehtari et al. (2021) rank-normalise, with SciPy's normal quantile (looked up:
     the ranks take the 2 N - 1 values 1, 1.5, ..., N): of x and of the folded |x - median(x)|
-    (the same arrays `doubled_ranks` of each would give). One sort serves both: below the median
-    the sorted draws give the folded values in reverse order, above it in order, so a stable sort
-    of the two runs is a linear-time merge."""
+    (the same arrays `doubled_ranks` of each would give; N = chains x draws >= 2). One sort
+    serves both: below the median the sorted draws give the folded values in reverse order, above
+    it in order, so a stable sort of the two runs is a linear-time merge."""
     c, n, d = x.shape
     N = c * n
     rows = np.ascontiguousarray(x.reshape(N, d).T)  # each coordinate's draws contiguous
@@ -134,8 +134,8 @@ def _z_scales(x: np.ndarray) -> tuple:
     z = _sorted_ranks(order, v, scores).T.reshape(x.shape)
     med = v[:, (N - 1) // 2:N // 2 + 1].mean(axis=-1, keepdims=True)  # as np.median computes it
     h = N // 2  # v[:, :h] <= med <= v[:, h:]
-    folded = np.concatenate([med - v[:, h - 1::-1] if h else v[:, :0], v[:, h:] - med], axis=-1)
-    fo = np.concatenate([order[:, h - 1::-1] if h else order[:, :0], order[:, h:]], axis=-1)
+    folded = np.concatenate([med - v[:, h - 1::-1], v[:, h:] - med], axis=-1)
+    fo = np.concatenate([order[:, h - 1::-1], order[:, h:]], axis=-1)
     merge = np.argsort(folded, axis=-1, kind="stable")  # two sorted runs: a merge
     zf = _sorted_ranks(np.take_along_axis(fo, merge, axis=-1),
                        np.take_along_axis(folded, merge, axis=-1), scores)

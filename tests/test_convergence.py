@@ -127,8 +127,8 @@ def test_doubled_ranks_are_scipys_average_ranks_times_two():
 
 
 def test_folded_ranks_from_one_sort_are_the_folded_draws_ranks():
-    """The folded draws' normal scores that `_z_scales` merges from the bulk's sort equal those of
-    ranking |x - median(x)| afresh, bit for bit: with ties from rounding, with repeated draws (as
+    """The bulk's normal scores, and the folded draws' that `_z_scales` merges from the bulk's
+    sort, equal those of ranking x and |x - median(x)| afresh, bit for bit: with ties from rounding, with repeated draws (as
     rejections make), a constant coordinate, and odd and even numbers of draws."""
     from scipy import stats
 
@@ -145,6 +145,10 @@ def test_folded_ranks_from_one_sort_are_the_folded_draws_ranks():
         ranks = stats.rankdata(folded.reshape(c * n, d), method="average", axis=0)
         want = _normal_scores(c * n)[(2 * ranks).astype(np.int64) - 2].reshape(x.shape)
         np.testing.assert_array_equal(_z_scales(x)[1], want)
+        bulk = stats.rankdata(x.reshape(c * n, d), method="average", axis=0)
+        np.testing.assert_array_equal(
+            _z_scales(x)[0],
+            _normal_scores(c * n)[(2 * bulk).astype(np.int64) - 2].reshape(x.shape))
 
 
 @pytest.mark.parametrize("shape", [(4, 1000, 5), (1, 501, 3), (8, 37, 4), (2, 4, 2)])

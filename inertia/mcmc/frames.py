@@ -18,14 +18,14 @@ Marchenko-Pastur bulk of an identity covariance (for the draws' effective number
 autocorrelation read as AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance
 bias, Baik & Silverstein 2006) become U, each variance capped at the one the Hessian at the
 draws' mean reads along its direction and dropped below STRETCH_MIN_VARIANCE
-(`confirmed_directions`, one HVP a direction). When there is at least one left, stage 2 (dual averaging of the
-step size) runs twice from the same chain positions, in that low-rank frame and in the diagonal one
-(the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`) predicts each
-frame's gradients per effective sample from its own stage-2 step size, acceptance and draws'
-denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the whitened
-Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`; where that eigenvalue is not
-positive and the draws few against d, each spike at most the variance the draws' gradients read
-along its direction and at least SADDLE_MIN_VARIANCE, `pair_variances`); the cheaper is kept
+(`confirmed_directions`, one HVP a direction). When there is at least one left, stage 2 (dual
+averaging of the step size) runs twice from the same chain positions, in that low-rank frame and in
+the diagonal one (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`)
+predicts each frame's gradients per effective sample from its own stage-2 step size, acceptance and
+draws' denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the
+whitened Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`; where that eigenvalue
+is not positive and the draws few against d, each spike at most the variance the draws' gradients
+read along its direction and at least SADDLE_MIN_VARIANCE, `pair_variances`); the cheaper is kept
 (low-rank on a tie).
 Directions that the draws show but the target's geometry does not reward (a transient of
 the early warm-up, or a covariance direction along which the local curvature is much higher than
@@ -324,8 +324,9 @@ def confirmed_directions(target, frame: Frame, min_variance: float = STRETCH_MIN
     x = jax.device_put(np.asarray(frame.mean, np.float64))
     U = np.asarray(frame.U, np.float64)[:, :r]
     lam = (1.0 + np.asarray(frame.root, np.float64)[:r]) ** 2
+    scale = np.asarray(frame.scale, np.float64)
     for k in range(r):
-        w = np.asarray(frame.scale, np.float64) * U[:, k]
+        w = scale * U[:, k]
         curv = float(w @ np.asarray(hvp(x, jax.device_put(w)), np.float64))
         if math.isfinite(curv) and curv > 0:
             lam[k] = min(lam[k], 1.0 / curv)
