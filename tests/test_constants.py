@@ -77,8 +77,8 @@ def test_sample_has_no_large_constants():
 
 
 def test_sample_in_a_scaled_frame_has_no_large_constants():
-    """The large-d warm-up (Hessian probes, start, chains in the padded low-rank frame: d x 16
-    directions, data 410 x 33): every array an argument."""
+    """The large-d warm-up (Hessian probes, start, chains in the diagonal and the low-rank frame,
+    data 410 x 33): every array an argument."""
     from inertia.mcmc import sample
 
     target = _glm(410, 33, 4)

@@ -404,14 +404,21 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
     `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM or
-    with a `precondition` other than "auto"; else up to frames.LAPLACE_DENSE_MAX_DIM the dense
-    Laplace fit where it whitens the target, and otherwise diagonal or low-rank by the warm-up
-    draws)."""
+    with a `precondition` other than "auto", the Laplace fit or, up to frames.VI_FRAME_MAX_DIM, a
+    VI fit where the Laplace fit is a poor frame; else up to frames.LAPLACE_DENSE_MAX_DIM the
+    dense Laplace fit where it whitens the target, and otherwise diagonal or low-rank by the
+    warm-up draws)."""
     from .warmup import fit_gaussian
 
     if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
                            target_accept=target_accept, kind=frame, tune_step=tune_step)
+    if precondition == "auto" and frame == "auto" and not frames.vi_frame(target.dim):
+        from .warmup import SWITCH_KAPPA  # the dense range's test of a Laplace frame
+
+        return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
+                           target_accept=target_accept, kind=frame, tune_step=tune_step,
+                           laplace_kappa=SWITCH_KAPPA)
     fit = fit_gaussian(target, precondition, seed=seed)
     return _run_dense(target, method, num_chains, key, fit, init=init,
                       target_accept=target_accept, tune_step=tune_step)
@@ -495,14 +502,15 @@ def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tun
 
 
 def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind,
-                tune_step=True):
+                tune_step=True, laplace_kappa=None):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
     matrix: MAP by L-BFGS, the diagonal start frame from Hessian probes, stage 1, the frame refined
     by its draws and their gradients (directions kept where the Hessian confirms them,
     `frames.confirmed_directions`), stage 2, then the trajectory rule on the draws' denoised
     spectrum capped by the whitened Hessian's curvature, and the divergence raises of the dense
     warm-up. Up to frames.LAPLACE_DENSE_MAX_DIM (frame "auto") the dense Laplace fit at the MAP
-    is tried first and taken when it whitens the target (`warmup.good_laplace_fit`)."""
+    is tried first and taken when it whitens the target (`warmup.good_laplace_fit`, its whitened
+    kappa_hat under `laplace_kappa`, None: warmup.LAPLACE_KAPPA)."""
     from ..targets.base import jitted
     from ..targets.mode import map_estimate
     from .start import start as _start
@@ -512,16 +520,19 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
     mode, grads = map_estimate(target, x0)
     laplace_why = None
+    above = f"d = {d} > " + str(frames.VI_FRAME_MAX_DIM if d <= frames.DENSE_MAX_DIM
+                                else frames.DENSE_MAX_DIM)
     if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM:
-        lap, g, laplace_why = good_laplace_fit(target, mode, seed=seed)
+        lap, g, laplace_why = good_laplace_fit(
+            target, mode, seed=seed, **({} if laplace_kappa is None else
+                                         {"max_kappa": laplace_kappa}))
         grads += g
         if lap is not None:  # a dense frame that whitens the target: the dense warm-up
-            lap.info["why"] = (f"d = {d} > {frames.DENSE_MAX_DIM}, <= "
-                               f"{frames.LAPLACE_DENSE_MAX_DIM}: {laplace_why}")
+            lap.info["why"] = f"{above}, <= {frames.LAPLACE_DENSE_MAX_DIM}: {laplace_why}"
             lap = dataclasses.replace(lap, grad_evals=grads)
             return _run_dense(target, method, num_chains, key, lap, init=init,
                               target_accept=target_accept, tune_step=tune_step)
-    fr = frames.start_frame(target, mode, seed=seed).padded()  # one program for every frame
+    fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
     g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
     decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
     fit_grads = grads + 1 + 2 * frames.PROBES
@@ -551,7 +562,6 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
         fr, hvps = frames.confirmed_directions(target, fr)
         chain_grads += 2 * hvps
     confirmed = fr.rank()
-    fr = fr.padded()
     costs = frames.step_costs(target)
     tried = [_frame_trial(method, target, fr, x_last, keys, h1, target_accept, costs)]
     if kind == "auto" and fr.rank():  # the same stage 2 without the directions
@@ -565,7 +575,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
                                                target_accept)
     chain_grads += g
     kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
-    why = (f"d = {d} > {frames.DENSE_MAX_DIM}" if kind == "auto" else "frame=" + kind)
+    why = above if kind == "auto" else "frame=" + kind
     if laplace_why is not None:
         why += f"; no dense Laplace frame: {laplace_why}"
     if found > confirmed:

@@ -45,10 +45,13 @@ import numpy as np
 
 DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense NUTS there; at d = 303
 # the low-rank frame took 7.6x fewer gradients per ESS than the dense one on a hierarchical logistic)
-# from this d the chains' batched gradients run one chain after another on the CPU (first runs,
-# sequential against vmapped: 260 against 327 s on the hierarchical logistic and 122 against
-# 144 s on the GLMM at d = 10,000, the field unchanged; at d <= 3,000 mixed, -9 to +9 %)
-SEQUENTIAL_MIN_DIM = 5000
+# up to this d (auto) a Laplace fit that is a poor frame gives way to a short VI fit's dense frame
+# (warmup.fit_gaussian); beyond it, up to DENSE_MAX_DIM, to the frames below as for d > DENSE_MAX_DIM
+# (the dense Laplace frame kept where warmup.SWITCH_KAPPA says it is good, as below it). The VI fit
+# is a fixed ~17,000 gradients (300 updates of 50 draws, HVPs): on the non-centred hierarchical
+# logistic at d = 100 the scaled frames took 0.27 of diagonal NUTS's gradients per ESS where the
+# VI frame took 0.68; the posterior suite's VI-frame posteriors all have d <= 53
+VI_FRAME_MAX_DIM = 64
 # up to this d (beyond DENSE_MAX_DIM) the frame is the dense Laplace fit where that whitens the
 # target (warmup.good_laplace_fit): latent field d = 289, 11 against 21 gradients per ESS; a
 # logistic regression with AR(0.9) predictors at d = 200, 16 against 91; at d = 1,024 the dense
@@ -125,25 +128,13 @@ class Frame:
         return self._inner(w, 1.0 / (1.0 + self.root) - 1.0)
 
     def without_directions(self) -> "Frame":
-        """The same frame with every direction's stretch 0 (F = diag(s)): the diagonal frame in
-        the low-rank frame's program (same shapes, one compilation)."""
-        return Frame(self.mean, self.scale, self.U, None if self.U is None else 0.0 * self.root)
+        """The same frame without its stretched directions (F = diag(s)): the diagonal frame,
+        whose chains run the diagonal program (O(d) per gradient, no d x r products)."""
+        return Frame(self.mean, self.scale)
 
     def rank(self) -> int:
-        """The number of stretched directions (padding columns, root 0, not counted)."""
+        """The number of stretched directions."""
         return 0 if self.U is None else int(np.count_nonzero(np.asarray(self.root)))
-
-    def padded(self, rank: int = MAX_RANK) -> "Frame":
-        """The same frame with U of `rank` columns, the added ones zero with root 0: every frame
-        of the warm-up and of sampling then has the same shapes, so one compiled program of the
-        chains (and one of their start) serves them all."""
-        d = np.shape(self.scale)[0]
-        U = np.zeros((d, rank))
-        root = np.zeros(rank)
-        if self.U is not None:
-            k = np.shape(self.U)[1]
-            U[:, :k], root[:k] = np.asarray(self.U), np.asarray(self.root)
-        return Frame(self.mean, self.scale, U, root)
 
     def on_device(self) -> "Frame":
         """The frame with float64 device arrays (an argument of the compiled chains)."""
@@ -157,22 +148,26 @@ KINDS = ("auto", "dense") + tuple(FRAMES)
 
 @functools.lru_cache(maxsize=32)
 def value_and_grad_of(target):
-    """jax.value_and_grad of the target's potential, one per target (compiled programs key on it).
-    On the CPU from d = SEQUENTIAL_MIN_DIM, batched (the chains under vmap) it runs one chain after
-    another (`lax.map`): there the gradient's cost dominates, and XLA's CPU gathers and scatters
-    with a batch dimension (a model indexing by data, a[g]) cost more than the same work looped;
-    below it the loop's compilation and overhead cost as much as it saves; accelerators keep vmap."""
-    vg = jax.value_and_grad(target.potential)
-    if jax.default_backend() == "cpu" and target.dim >= SEQUENTIAL_MIN_DIM:
-        return jax.custom_batching.sequential_vmap(vg)
-    return vg
+    """jax.value_and_grad of the target's potential, one per target (compiled programs key on it),
+    batched over the chains as `batching.batched` decides (one call per chain on the CPU for a
+    large model that gathers or scatters; vmap otherwise)."""
+    from .batching import batched
+
+    return batched(jax.value_and_grad(target.potential), target.dim, target.dtype)
 
 
 def uses_dense(d: int, frame: str = "auto") -> bool:
-    """Whether the warm-up uses the dense frame: forced, or auto with d <= DENSE_MAX_DIM."""
+    """Whether the warm-up starts from a dense Gaussian fit: forced, or auto with d <=
+    DENSE_MAX_DIM (`vi_frame` then says whether a poor Laplace fit gives way to VI)."""
     if frame not in KINDS:
         raise ValueError(f"frame must be one of {', '.join(map(repr, KINDS))}; got {frame!r}")
     return frame == "dense" or (frame == "auto" and d <= DENSE_MAX_DIM)
+
+
+def vi_frame(d: int) -> bool:
+    """Whether, in the automatic rule, a Laplace fit that is a poor frame gives way to a VI fit's
+    dense frame (d <= VI_FRAME_MAX_DIM) rather than to the scaled frames."""
+    return d <= VI_FRAME_MAX_DIM
 
 
 def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
@@ -496,13 +491,8 @@ def _frame_fn(vg):
         v, g = vg(frame.mean + frame.scale * z)
         return v, frame.scale * g
 
-    def fn(frame, z):
-        if frame.U is None:
-            return diagonal(frame, z)
-        # a padded frame without stretch (the diagonal one) skips its two d x r products (~10 %
-        # of a cheap model's gradient step); the frame is shared by the chains, so
-        # the predicate is not batched and the cond stays a branch under their vmap
-        return jax.lax.cond(jax.numpy.any(frame.root != 0.0), full, diagonal, frame, z)
+    def fn(frame, z):  # the frame's kind is its pytree structure: one program per kind and rank
+        return diagonal(frame, z) if frame.U is None else full(frame, z)
 
     fn.scaled_frame = True
     return fn
@@ -527,7 +517,8 @@ def whiten(target, frame: Frame):
                   name=f"{target.name}-whitened")
 
 
-__all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "MAX_RANK", "uses_dense", "start_frame",
+__all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "VI_FRAME_MAX_DIM", "MAX_RANK", "uses_dense",
+           "vi_frame", "start_frame",
            "confirmed_directions",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",

@@ -106,10 +106,10 @@ def _laplace(target: Target, seed: int, init=None):
 LAPLACE_KAPPA = 100.0
 
 
-def good_laplace_fit(target: Target, mode, *, seed: int = 0):
+def good_laplace_fit(target: Target, mode, *, seed: int = 0, max_kappa: float = LAPLACE_KAPPA):
     """(GaussianFit or None, gradient evaluations, why): the Laplace fit at `mode` (its Newton
     refinement from there) when it is a good frame: MAP converged, hess V positive definite there
-    and at the fit's draws, whitened kappa_hat < LAPLACE_KAPPA; None (with the reason) otherwise."""
+    and at the fit's draws, whitened kappa_hat < max_kappa; None (with the reason) otherwise."""
     try:
         target, est, info, grads = _laplace(target, seed, np.asarray(mode, np.float64))
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:  # the frames need no Hessian
@@ -121,8 +121,8 @@ def good_laplace_fit(target: Target, mode, *, seed: int = 0):
     info["whitened_kappa"] = kappa
     if indefinite:
         return None, grads, "the Hessian is indefinite at a draw of the Laplace fit"
-    if not kappa < LAPLACE_KAPPA:
-        return None, grads, f"the Laplace-whitened kappa_hat {kappa:.3g} >= {LAPLACE_KAPPA:g}"
+    if not kappa < max_kappa:
+        return None, grads, f"the Laplace-whitened kappa_hat {kappa:.3g} >= {max_kappa:g}"
     return (GaussianFit(np.asarray(est.mode), np.asarray(est.factor), "laplace", grads, info),
             grads, f"the Laplace fit whitens the target (kappa_hat {kappa:.3g})")
 

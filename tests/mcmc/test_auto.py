@@ -237,6 +237,38 @@ def test_indefinite_hessian_at_the_laplace_draws_gets_the_short_vi_fit(monkeypat
     np.testing.assert_allclose(sd, np.sqrt((np.sqrt(13.0) - 1.0) / 6.0), rtol=0.05)
 
 
+def test_beyond_the_vi_frame_range_a_poor_laplace_fit_gives_way_to_the_scaled_frames(monkeypatch):
+    """In the automatic rule a Laplace fit that is a poor frame (switch value lowered to 1 on the
+    quartic target) gives way to a VI fit up to frames.VI_FRAME_MAX_DIM and, above it (lowered to
+    4 here, d = 8), to the diagonal or low-rank frame, the reason stated; a good Laplace fit stays
+    the frame there. The sampler's answer in the scaled frame is the target's: each coordinate's
+    variance E[x^2] under exp(-x^2/2 - x^4/4) (quadrature, 0.4679) within 5 Monte Carlo standard
+    errors (ArviZ's ESS of each x^2) of the draws' mean x^2."""
+    import arviz as az
+    from scipy import integrate
+
+    from inertia.mcmc import frames, warmup
+
+    t = from_potential(lambda x: 0.5 * jnp.sum(x * x) + 0.25 * jnp.sum(x**4), 8, name="quartic-8")
+    monkeypatch.setattr(frames, "VI_FRAME_MAX_DIM", 4)
+    good = sample(t, num_steps=200, seed=0).tuning
+    assert good["precondition"].startswith("laplace")
+    assert good["fit"]["why"].startswith("d = 8 > 4, <= 300: the Laplace fit whitens"), good["fit"]
+    monkeypatch.setattr(warmup, "SWITCH_KAPPA", 1.0)
+    res = sample(t, num_steps=1000, seed=0)
+    tun = res.tuning
+    assert tun["precondition"] in ("diagonal frame", "low-rank frame (rank 1)"), tun["precondition"]
+    assert tun["fit"]["why"].startswith("d = 8 > 4; no dense Laplace frame: the Laplace-whitened"), \
+        tun["fit"]["why"]
+    w = lambda x: np.exp(-0.5 * x * x - 0.25 * x**4)  # noqa: E731
+    var = integrate.quad(lambda x: x * x * w(x), -np.inf, np.inf)[0] / integrate.quad(
+        w, -np.inf, np.inf)[0]
+    sq = np.asarray(res.draws) ** 2  # (chain, draw, 8)
+    ess = np.asarray(az.ess(az.convert_to_dataset(sq))["x"])  # of each coordinate's x^2
+    se = np.sqrt(np.sum(np.var(sq, axis=(0, 1)) / ess)) / 8  # of their mean (independent)
+    assert abs(np.mean(sq) - var) < 5 * se, (np.mean(sq), var, se)
+
+
 def _ar1_precision(d, rho):
     """Precision of a stationary AR(1) sequence with unit marginal variance (tridiagonal)."""
     P = np.diag(np.r_[1.0, np.full(d - 2, 1.0 + rho**2), 1.0]) / (1.0 - rho**2)

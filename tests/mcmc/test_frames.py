@@ -374,7 +374,7 @@ def test_curvature_range_is_the_whitened_hessians_spectrum():
     V = rng.normal(size=(d, 3)) * 0.4
     P = np.diag(p) + V @ V.T
     s = np.exp(rng.uniform(-0.5, 0.5, d)) / np.sqrt(p)
-    fr = frames.Frame(np.zeros(d), s).padded()
+    fr = frames.Frame(np.zeros(d), s)
     with jax.enable_x64(True):
         lo, hi, hvps = frames.curvature_range(gaussian(np.zeros(d), P), fr,
                                               rng.normal(size=(4, 10, d)))
@@ -528,10 +528,10 @@ def test_warm_up_spectrum_at_large_d_is_the_targets_not_its_draws_noise():
 
 
 def test_frame_gradient_under_vmap_in_both_branches():
-    """The chains' (V_w, grad V_w) of a padded frame, vmapped over chains and compiled as in the
-    chains' program: with stretched directions it is F^T P (m + F z - mu) (closed form, dense F),
-    and with every root zero (the diagonal frame, which skips the d x r products) diag(s) P (m +
-    s z - mu); V_w the Gaussian's potential at m + F z in both."""
+    """The chains' (V_w, grad V_w) of a frame, vmapped over chains and compiled as in the chains'
+    program: with stretched directions it is F^T P (m + F z - mu) (closed form, dense F), and
+    without them (the diagonal frame's program) diag(s) P (m + s z - mu); V_w the Gaussian's
+    potential at m + F z in both."""
     import jax
 
     from inertia.targets import gaussian
@@ -542,7 +542,7 @@ def test_frame_gradient_under_vmap_in_both_branches():
     P = A @ A.T / d + np.eye(d)
     mu = rng.normal(size=d)
     s, U, _ = _spiked(d, [9.0, 4.0], 4)
-    low = frames.Frame(rng.normal(size=d), s, U, np.sqrt([9.0, 4.0]) - 1.0).padded()
+    low = frames.Frame(rng.normal(size=d), s, U, np.sqrt([9.0, 4.0]) - 1.0)
     z = rng.normal(size=(4, d))
     for fr in (low, low.without_directions()):
         with jax.enable_x64(True):
@@ -554,30 +554,3 @@ def test_frame_gradient_under_vmap_in_both_branches():
         np.testing.assert_allclose(np.asarray(v) - np.asarray(v)[0],
                                    0.5 * np.einsum("ij,jk,ik->i", r, P, r)
                                    - 0.5 * r[0] @ P @ r[0], rtol=1e-10, atol=1e-10)
-
-
-@pytest.mark.parametrize("sequential", [False, True])
-def test_batched_gradients_are_each_chains_own(sequential, monkeypatch):
-    """The target's (V, grad V) under vmap (the chains side by side; on the CPU from
-    SEQUENTIAL_MIN_DIM evaluated one chain after another, forced here at d = 5) equals each row's
-    own evaluation, with unbatched arguments (a frame's arrays) broadcast: the closed form of a
-    Gaussian with a data-indexed mean."""
-    import jax
-    import jax.numpy as jnp
-
-    from inertia.targets import from_potential
-
-    idx = np.array([2, 0, 1, 1, 2])
-    mu = jnp.asarray([0.5, -1.0, 2.0])
-
-    t = from_potential(lambda x: 0.5 * jnp.sum((x - mu[idx]) ** 2), 5, name=f"indexed-{sequential}")
-    monkeypatch.setattr(frames, "SEQUENTIAL_MIN_DIM", 0 if sequential else 10**9)
-    vg = frames.value_and_grad_of.__wrapped__(t)
-    loops = "scan[" in str(jax.make_jaxpr(jax.vmap(vg))(np.zeros((4, 5))))
-    assert loops == (sequential and jax.default_backend() == "cpu")
-    X = np.random.default_rng(0).normal(size=(4, 5))
-    scale = jnp.asarray([1.0, 2.0, 0.5, 1.5, 1.0])
-    v, g = jax.jit(jax.vmap(lambda x, s: vg(s * x), in_axes=(0, None)))(X, scale)
-    r = np.asarray(scale) * X - np.asarray(mu)[idx]
-    np.testing.assert_allclose(np.asarray(v), 0.5 * np.sum(r**2, axis=1), rtol=1e-13)
-    np.testing.assert_allclose(np.asarray(g), r, rtol=1e-13, atol=1e-15)
