@@ -5,11 +5,11 @@ positions. XLA's CPU code for a batched gather or scatter (a random effect index
 `a[g]`, and its gradient's scatter-add) costs more than the same work done chain by chain, and
 independent per-chain calls in one program also run concurrently on the CPU's threads; a model
 without them (arithmetic, slices and pads, as a latent field's differences on a grid) vectorises
-well and loses three to five times its speed when looped. The rule (`batched`): on the CPU, from
-PER_CHAIN_MIN_DIM parameters and where the gradient's program gathers or scatters, the batch runs as
-one call per chain in one program (up to MAX_UNROLL chains; a larger batch, e.g. many draws at
-once, loops with `lax.map`); otherwise, and on accelerators, plain `vmap`. Either way each row's
-value and gradient are that row's own.
+well and runs at half its speed when looped. The rule (`batched`): on the CPU, from
+PER_CHAIN_MIN_DIM parameters and where the gradient's program gathers or scatters, the batch
+runs as one call per chain in one program (written out up to MAX_UNROLL chains below
+LOOP_MIN_DIM, looped with `lax.map` otherwise); otherwise, and on accelerators, plain `vmap`.
+Either way each row's value and gradient are that row's own.
 """
 from __future__ import annotations
 
@@ -17,11 +17,17 @@ import jax
 import jax.numpy as jnp
 
 # from this d the chains' gradients of a model that gathers or scatters run one call per chain;
-# measured per chain-gradient (4 chains, 2 cores): hierarchical logistic 78 against 96 us
-# (d = 3,000) and 238 against 328 us (d = 10,000), the GLMM 49 against 71 and 153 against 217 us;
-# at d = 1,000 within 10 % either way. The latent field (no gathers) vectorised: 26 us at
-# d = 10,000, against 65 us one call per chain and 138 us looped with lax.map
+# measured in the chains' program (4 chains, 2 cores, us per chain-gradient, per chain against
+# vmap): hierarchical logistic 97 against 123 (d = 1,000) and 252 against 333 (3,000), the GLMM
+# 56 against 75 and 131 against 337; at d = 300 within 10 % either way. At d = 10,000 against a
+# lax.map loop: 867 against 984 and 511 against 460. The latent field (no gathers) vectorises:
+# 77 us per chain-gradient at d = 10,000, 149 looped
 PER_CHAIN_MIN_DIM = 1000
+# from this d the per-chain calls loop (lax.map) instead of being written out: at d = 10,000 the
+# loop ran as fast (first runs, hierarchical logistic 58-62 s looped against 61-67 s written out)
+# and its program holds one copy of the gradient, not one a chain (GLMM: 7.1 against 9.6-11.0 s
+# of compilation, 111 against 120-125 s)
+LOOP_MIN_DIM = 5000
 MAX_UNROLL = 8  # the most per-chain calls written out in one program (beyond: lax.map)
 INDEXING = ("gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter-min",
             "scatter-max", "dynamic_slice", "dynamic_update_slice")
@@ -57,7 +63,9 @@ def indexes_by_data(fn, dim: int, dtype=jnp.float64) -> bool:
 
 def per_chain(fn):
     """fn under vmap as one call per batch row, written out up to MAX_UNROLL rows (independent
-    calls the CPU may run concurrently), `lax.map` beyond; unbatched arguments are shared."""
+    calls the CPU may run concurrently), looped (`jax.custom_batching.sequential_vmap`) beyond;
+    unbatched arguments are shared."""
+    looped = jax.custom_batching.sequential_vmap(fn)
 
     @jax.custom_batching.custom_vmap
     def f(*args):
@@ -65,15 +73,13 @@ def per_chain(fn):
 
     @f.def_vmap
     def rule(axis_size, in_batched, *args):
-        def row(i):
-            return f(*(jax.tree_util.tree_map(lambda a, b, i=i: a[i] if b else a, x, bx)
-                       for x, bx in zip(args, in_batched)))
-
-        if axis_size <= MAX_UNROLL:
-            rows = [row(i) for i in range(axis_size)]
-            out = jax.tree_util.tree_map(lambda *r: jnp.stack(r), *rows)
+        if axis_size > MAX_UNROLL:
+            axes = jax.tree_util.tree_map(lambda b: 0 if b else None, tuple(in_batched))
+            out = jax.vmap(looped, in_axes=axes)(*args)
         else:
-            out = jax.lax.map(row, jnp.arange(axis_size))
+            rows = [f(*(jax.tree_util.tree_map(lambda a, b, i=i: a[i] if b else a, x, bx)
+                        for x, bx in zip(args, in_batched))) for i in range(axis_size)]
+            out = jax.tree_util.tree_map(lambda *r: jnp.stack(r), *rows)
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
     return f
@@ -83,9 +89,9 @@ def batched(fn, dim: int, dtype=jnp.float64):
     """fn as the chains' batch should run it on this backend (the module's rule)."""
     if (jax.default_backend() == "cpu" and dim >= PER_CHAIN_MIN_DIM
             and indexes_by_data(fn, dim, dtype)):
-        return per_chain(fn)
+        return per_chain(fn) if dim < LOOP_MIN_DIM else jax.custom_batching.sequential_vmap(fn)
     return fn
 
 
-__all__ = ["PER_CHAIN_MIN_DIM", "MAX_UNROLL", "primitives", "indexes_by_data", "per_chain",
-           "batched"]
+__all__ = ["PER_CHAIN_MIN_DIM", "LOOP_MIN_DIM", "MAX_UNROLL", "primitives", "indexes_by_data",
+           "per_chain", "batched"]

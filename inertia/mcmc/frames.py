@@ -1,9 +1,10 @@
 """Preconditioning frames of the exact sampler for large d: x = m + F z at O(d r) per gradient.
 
 The warm-up runs the chains on V_w(z) = V(m + F z). Up to DENSE_MAX_DIM parameters F is a dense
-factor (`adapt`: the Laplace or VI fit, refined by the warm-up draws' covariance; O(d^2) per
-gradient, O(d^3) to build); up to LAPLACE_DENSE_MAX_DIM it is still the dense Laplace fit where
-that whitens the target (`warmup.good_laplace_fit`). Otherwise the frame is one of FRAMES:
+factor (`adapt`: the Laplace fit, or up to VI_FRAME_MAX_DIM a VI fit where the Laplace fit is a
+poor frame, refined by the warm-up draws' covariance; O(d^2) per gradient, O(d^3) to build); up
+to LAPLACE_DENSE_MAX_DIM it is still the dense Laplace fit where that whitens the target
+(`warmup.good_laplace_fit`). Otherwise the frame is one of FRAMES:
 
 - "diagonal": F = diag(s), O(d) per gradient;
 - "low-rank": F = diag(s) (I + U diag(sqrt(lam) - 1) U^T), U (d, r) orthonormal: covariance
@@ -45,9 +46,9 @@ import numpy as np
 
 DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense NUTS there; at d = 303
 # the low-rank frame took 7.6x fewer gradients per ESS than the dense one on a hierarchical logistic)
-# up to this d (auto) a Laplace fit that is a poor frame gives way to a short VI fit's dense frame
-# (warmup.fit_gaussian); beyond it, up to DENSE_MAX_DIM, to the frames below as for d > DENSE_MAX_DIM
-# (the dense Laplace frame kept where warmup.SWITCH_KAPPA says it is good, as below it). The VI fit
+# up to this d (auto) a Laplace fit that is a poor frame gives way to a short VI fit's dense
+# frame (warmup.fit_gaussian); beyond it, up to DENSE_MAX_DIM, to the frames below as beyond
+# DENSE_MAX_DIM (the dense Laplace frame kept where warmup.SWITCH_KAPPA says it is good). The VI fit
 # is a fixed ~17,000 gradients (300 updates of 50 draws, HVPs): on the non-centred hierarchical
 # logistic at d = 100 the scaled frames took 0.27 of diagonal NUTS's gradients per ESS where the
 # VI frame took 0.68; the posterior suite's VI-frame posteriors all have d <= 53
@@ -517,8 +518,8 @@ def whiten(target, frame: Frame):
                   name=f"{target.name}-whitened")
 
 
-__all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "VI_FRAME_MAX_DIM", "MAX_RANK", "uses_dense",
-           "vi_frame", "start_frame",
+__all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "VI_FRAME_MAX_DIM", "MAX_RANK",
+           "uses_dense", "vi_frame", "start_frame",
            "confirmed_directions",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",

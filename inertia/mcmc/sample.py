@@ -317,9 +317,10 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     diagonal and low-rank frames the least cost, their normals counted in gradients); divergences
     (|energy error| > 1000) after warm-up, a collapsed acceptance rate, R-hat or ESS make the
     verdict NOT CONVERGED. Its preconditioner's form, `frame` (`inertia.mcmc.frames`): "auto"
-    (dense up to 100 parameters; beyond them diagonal, or diagonal plus the low-rank directions
-    the warm-up draws show when a trial of both predicts less cost per effective sample
-    for it, O(d r) per gradient), or forced: "dense", "low-rank", "diagonal". The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
+    (dense up to 100 parameters, from 65 only where the Laplace fit is a good frame; otherwise
+    diagonal, or diagonal plus the low-rank directions the warm-up draws show when a trial of
+    both predicts less cost per effective sample for it, O(d r) per gradient), or forced:
+    "dense", "low-rank", "diagonal". The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
     gradient on near-Gaussian targets but biased by O(h); for them:
     with step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
     fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";

@@ -35,21 +35,24 @@ def test_primitives_found_in_nested_programs():
     assert not batching.indexes_by_data(lambda x: jnp.sum((x[1:] - x[:-1]) ** 2), 5)
 
 
-@pytest.mark.parametrize("chains", [4, 12])
+@pytest.mark.parametrize("chains,loop_min_dim", [(4, 10**9), (12, 10**9), (4, 0)])
 @pytest.mark.parametrize("make,per_chain", [(_indexed, True), (_shifted, False)])
-def test_batched_gradients_are_each_chains_own(make, per_chain, chains, monkeypatch):
+def test_batched_gradients_are_each_chains_own(make, per_chain, chains, loop_min_dim,
+                                                monkeypatch):
     """With PER_CHAIN_MIN_DIM forced to 0, the data-indexed model's (V, grad V) under vmap runs one
-    call per row on the CPU (written out for 4 rows, lax.map for 12 > MAX_UNROLL) and the
-    slice-only one stays vectorised; both equal each row's own closed form, with an unbatched
-    argument (a frame's scale) broadcast."""
+    call per row on the CPU (written out for 4 rows, looped for 12 > MAX_UNROLL or from
+    LOOP_MIN_DIM) and the slice-only one stays vectorised; both equal each row's own closed
+    form, with an unbatched argument (a frame's scale) broadcast."""
     monkeypatch.setattr(batching, "PER_CHAIN_MIN_DIM", 0)
-    t = make(f"{make.__name__}-{chains}")
+    monkeypatch.setattr(batching, "LOOP_MIN_DIM", loop_min_dim)
+    t = make(f"{make.__name__}-{chains}-{loop_min_dim}")
     vg = frames.value_and_grad_of.__wrapped__(t)
     program = str(jax.make_jaxpr(jax.vmap(vg))(np.zeros((chains, 5))))
-    looped = per_chain and jax.default_backend() == "cpu"
-    assert ("custom_vmap" in program) == looped
-    if looped:
-        assert ("scan[" in program or "while[" in program) == (chains > batching.MAX_UNROLL)
+    per_row = per_chain and jax.default_backend() == "cpu"
+    assert ("custom_vmap" in program) == per_row
+    if per_row:
+        looped = chains > batching.MAX_UNROLL or loop_min_dim == 0
+        assert ("scan[" in program or "while[" in program) == looped
     X = np.random.default_rng(0).normal(size=(chains, 5))
     scale = jnp.asarray([1.0, 2.0, 0.5, 1.5, 1.0])
     v, g = jax.jit(jax.vmap(lambda x, s: vg(s * x), in_axes=(0, None)))(X, scale)
