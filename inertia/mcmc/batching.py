@@ -29,8 +29,8 @@ PER_CHAIN_MIN_DIM = 1000
 # of compilation, 111 against 120-125 s)
 LOOP_MIN_DIM = 5000
 MAX_UNROLL = 8  # the most per-chain calls written out in one program (beyond: lax.map)
-INDEXING = ("gather", "scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter-min",
-            "scatter-max", "dynamic_slice", "dynamic_update_slice")
+INDEXING = ("gather", "scatter", "scatter-add", "scatter-sub", "scatter-mul", "scatter-min",
+            "scatter-max")  # the primitives' names (jax.lax.gather_p.name, ...)
 
 
 def _subjaxprs(params):
