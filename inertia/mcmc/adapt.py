@@ -413,7 +413,7 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
                            target_accept=target_accept, kind=frame, tune_step=tune_step)
-    if precondition == "auto" and frame == "auto" and not frames.vi_frame(target.dim):
+    if precondition == "auto" and frame == "auto" and target.dim > frames.VI_FRAME_MAX_DIM:
         from .warmup import SWITCH_KAPPA  # the dense range's test of a Laplace frame
 
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
@@ -514,7 +514,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     from ..targets.base import jitted
     from ..targets.mode import map_estimate
     from .start import start as _start
-    from .warmup import GaussianFit, good_laplace_fit
+    from .warmup import LAPLACE_KAPPA, GaussianFit, good_laplace_fit
 
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
@@ -524,8 +524,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
                                 else frames.DENSE_MAX_DIM)
     if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM:
         lap, g, laplace_why = good_laplace_fit(
-            target, mode, seed=seed, **({} if laplace_kappa is None else
-                                         {"max_kappa": laplace_kappa}))
+            target, mode, seed=seed, max_kappa=laplace_kappa or LAPLACE_KAPPA)
         grads += g
         if lap is not None:  # a dense frame that whitens the target: the dense warm-up
             lap.info["why"] = f"{above}, <= {frames.LAPLACE_DENSE_MAX_DIM}: {laplace_why}"

@@ -159,16 +159,10 @@ def value_and_grad_of(target):
 
 def uses_dense(d: int, frame: str = "auto") -> bool:
     """Whether the warm-up starts from a dense Gaussian fit: forced, or auto with d <=
-    DENSE_MAX_DIM (`vi_frame` then says whether a poor Laplace fit gives way to VI)."""
+    DENSE_MAX_DIM (beyond VI_FRAME_MAX_DIM only where the Laplace fit is a good frame)."""
     if frame not in KINDS:
         raise ValueError(f"frame must be one of {', '.join(map(repr, KINDS))}; got {frame!r}")
     return frame == "dense" or (frame == "auto" and d <= DENSE_MAX_DIM)
-
-
-def vi_frame(d: int) -> bool:
-    """Whether, in the automatic rule, a Laplace fit that is a poor frame gives way to a VI fit's
-    dense frame (d <= VI_FRAME_MAX_DIM) rather than to the scaled frames."""
-    return d <= VI_FRAME_MAX_DIM
 
 
 def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
@@ -519,7 +513,7 @@ def whiten(target, frame: Frame):
 
 
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "VI_FRAME_MAX_DIM", "MAX_RANK",
-           "uses_dense", "vi_frame", "start_frame",
+           "uses_dense", "start_frame",
            "confirmed_directions",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",

@@ -5,6 +5,7 @@ import dataclasses
 from typing import Any, Callable, NamedTuple, Optional
 
 import jax
+import jax.extend
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
@@ -187,10 +188,8 @@ def _float64_values(target: Target) -> bool:
     def found(jaxpr):
         avals = [v.aval for v in jaxpr.constvars + jaxpr.invars]
         avals += [v.aval for e in jaxpr.eqns for v in e.outvars]
-        subs = [getattr(s, "jaxpr", s) for e in jaxpr.eqns for p in e.params.values()
-                for s in (p if isinstance(p, (list, tuple)) else [p])]
         return (any(getattr(a, "dtype", None) == jnp.float64 for a in avals)
-                or any(found(s) for s in subs if hasattr(s, "eqns")))
+                or any(found(s) for s in jax.extend.core.subjaxprs(jaxpr)))
 
     return any(found(jax.make_jaxpr(fn)(*args).jaxpr) for fn, args in fns)
 
