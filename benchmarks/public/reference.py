@@ -26,7 +26,12 @@ from samplers import init_points, max_rhat, min_ess, stacked, summarise  # noqa:
 WARMUP, DRAWS, CHAINS, KEEP = 1000, 2500, 4, 200
 TWINS = {"hier_centred_50": (sm.hier_noncentred, sm.hier_centred_data),
          "GLMM_Poisson_data-GLMM_Poisson_model": (sm.glmm_poisson_noncentred,
-                                                  lambda: catalogue.load_data("GLMM_Poisson_data"))}
+                                                  lambda: catalogue.load_data("GLMM_Poisson_data")),
+         "irt_2pl-irt_2pl": (sm.irt_2pl_noncentred, lambda: catalogue.load_data("irt_2pl")),
+         "radon_mn-radon_hierarchical_intercept_centered": (
+             sm.radon_hierarchical_intercept_noncentred, lambda: catalogue.load_data("radon_mn")),
+         "radon_mn-radon_variable_intercept_slope_centered": (
+             sm.radon_variable_intercept_slope_noncentred, lambda: catalogue.load_data("radon_mn"))}
 
 
 def run(name, seed=2024, warmup=WARMUP, draws=DRAWS):

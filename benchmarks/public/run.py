@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -145,7 +146,7 @@ def run_one(name, method, quick=False):
         grads = int(np.asarray(res.history["grad_evals"])[-1])
         row.update(converged=bool(v.converged), verdict=str(v), grads=grads, wall_s=wall,
                    final_objective=res.final_objective, diverged=bool(res.diverged),
-                   k_hat=qual.get("k_hat"), quality=qual.get("verdict"), **acc)
+                   k_hat=qual.get("khat"), quality=qual.get("verdict"), **acc)
         return _json_safe(row)
     t0 = time.perf_counter()
     if method == "inertia-sample":
@@ -219,6 +220,21 @@ def summary(rows, names):
     out["above_one"] = sorted(k for k, x in out["ratio"].items() if x > 1.0)
     out["confidently_wrong"] = sorted(
         f"{k[0]} ({k[1]})" for k, v in rows.items() if v.get("confidently_wrong"))
+    out["sample_failures"] = {
+        n: ("error" if "error" in rows[(n, "inertia-sample")] else
+            ("not converged" if not rows[(n, "inertia-sample")]["converged"] else "")
+            + ("" if rows[(n, "inertia-sample")].get("right", True) else
+               (", " if not rows[(n, "inertia-sample")]["converged"] else "") + "not right"))
+        for n in names if (n, "inertia-sample") in rows
+        and not (rows[(n, "inertia-sample")].get("converged")
+                 and rows[(n, "inertia-sample")].get("right"))}
+    fits = [rows[(n, "inertia-fit")] for n in names if (n, "inertia-fit") in rows
+            and "error" not in rows[(n, "inertia-fit")]]
+    out["fit_rows"] = len(fits)
+    out["fit_right"] = sum(bool(r["right"]) for r in fits)
+    # a fit that says it converged and that q is adequate, and is wrong
+    out["fit_adequate_but_wrong"] = sorted(r["posterior"] for r in fits if r["converged"]
+                                           and r.get("quality") == "adequate" and not r["right"])
     return out
 
 
@@ -262,8 +278,13 @@ def write_report(names):
           f"{s['at_most_half']} of {len(ratio)}"
           + (f" ({100 * s['at_most_half'] / len(ratio):.0f} %)" if ratio else "")
           + f"; above 1x: {', '.join(s['above_one']) or 'none'}.",
+          f"- inertia's `sample` not converged or not right, whatever NUTS did: "
+          + (", ".join(f"{k} ({v})" for k, v in s["sample_failures"].items()) or "none") + ".",
           f"- Confidently wrong (converged and not right), any method: "
           f"{', '.join(s['confidently_wrong']) or 'none'}."]
+    L.append(f"- `fit`: right (the Gaussian's means and sds within the same rule) on "
+             f"{s['fit_rows'] and s['fit_right']} of {s['fit_rows']} posteriors; converged with "
+             f"q judged adequate and yet wrong: {', '.join(s['fit_adequate_but_wrong']) or 'none'}.")
     if s["missing"]:
         L.append(f"- Rows missing (not yet run): {', '.join(s['missing'])}.")
     L += ["", "## Posteriors and references", "",
@@ -305,7 +326,7 @@ def write_report(names):
           "quantities) against the reference; a Gaussian on the unconstrained space is not "
           "expected to be right on a skewed posterior: the verdict and the Pareto k-hat say "
           "whether it is usable.", "",
-          "| posterior | converged | verdict | k-hat | quality | max mean err | max sd err | "
+          "| posterior | converged | stopping rule | k-hat | quality | max mean err | max sd err | "
           "gradients | wall s |", "|---|---|---|---:|---|---:|---:|---:|---:|"]
     for n in names:
         r = rows.get((n, "inertia-fit"))
@@ -314,8 +335,13 @@ def write_report(names):
         if "error" in r:
             L.append(f"| {n} | error: {r['error'][:80]} | | | | | | | |")
             continue
+        k = r.get("k_hat")
+        if k is None:  # rows written before k-hat had its own field: the verdict's number
+            m_ = re.search(r"'pareto_khat': ([0-9.eE+-]+)", str(r.get("verdict", "")))
+            k = float(m_.group(1)) if m_ else None
+        stop = re.search(r"'step': (\d+)", str(r.get("verdict", "")))
         L.append(f"| {n} | {'yes' if r['converged'] else '**no**'} | "
-                 f"{str(r.get('verdict', '')).splitlines()[0][:60]} | {_f(r.get('k_hat'), '.2f')} | "
+                 f"{'stopped at update ' + stop.group(1) if stop else '-'} | {_f(k, '.2f')} | "
                  f"{r.get('quality') or '-'} | {_f(r['max_mean_err'], '.3f')} | "
                  f"{_f(r['max_sd_err'], '.3f')} | {r['grads']} | {_f(r['wall_s'], '.0f')} |")
     L.append("")

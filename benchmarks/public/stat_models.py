@@ -148,3 +148,48 @@ def glmm_poisson_noncentred(d):
     eps = numpyro.deterministic("eps", sigma * eps_raw)
     log_lambda = alpha + beta1 * year + beta2 * year ** 2 + beta3 * year ** 3 + eps
     numpyro.sample("C", dist.Poisson(jnp.exp(log_lambda)).to_event(1), obs=d["C"])
+
+
+# --- non-centred twins: the same posteriors, for the reference runs (reference.py) -------------
+
+def irt_2pl_noncentred(d):
+    I, J = d["I"], d["J"]
+    sigma_theta = numpyro.sample("sigma_theta", dist.HalfCauchy(2.0))
+    theta_raw = numpyro.sample("theta_raw", dist.Normal(0.0, 1.0).expand([J]).to_event(1))
+    theta = numpyro.deterministic("theta", sigma_theta * theta_raw)
+    sigma_a = numpyro.sample("sigma_a", dist.HalfCauchy(2.0))
+    a_raw = numpyro.sample("a_raw", dist.Normal(0.0, 1.0).expand([I]).to_event(1))
+    a = numpyro.deterministic("a", jnp.exp(sigma_a * a_raw))
+    mu_b = numpyro.sample("mu_b", dist.Normal(0.0, 5.0))
+    sigma_b = numpyro.sample("sigma_b", dist.HalfCauchy(2.0))
+    b_raw = numpyro.sample("b_raw", dist.Normal(0.0, 1.0).expand([I]).to_event(1))
+    b = numpyro.deterministic("b", mu_b + sigma_b * b_raw)
+    logits = a[:, None] * (theta[None, :] - b[:, None])
+    numpyro.sample("y", dist.Bernoulli(logits=logits).to_event(2), obs=d["y"])
+
+
+def radon_variable_intercept_slope_noncentred(d):
+    J, idx = d["J"], d["county_idx"] - 1
+    sigma_y = numpyro.sample("sigma_y", dist.HalfNormal(1.0))
+    sigma_alpha = numpyro.sample("sigma_alpha", dist.HalfNormal(1.0))
+    sigma_beta = numpyro.sample("sigma_beta", dist.HalfNormal(1.0))
+    mu_alpha = numpyro.sample("mu_alpha", dist.Normal(0.0, 10.0))
+    mu_beta = numpyro.sample("mu_beta", dist.Normal(0.0, 10.0))
+    a_raw = numpyro.sample("alpha_raw", dist.Normal(0.0, 1.0).expand([J]).to_event(1))
+    b_raw = numpyro.sample("beta_raw", dist.Normal(0.0, 1.0).expand([J]).to_event(1))
+    alpha = numpyro.deterministic("alpha", mu_alpha + sigma_alpha * a_raw)
+    beta = numpyro.deterministic("beta", mu_beta + sigma_beta * b_raw)
+    mu = alpha[idx] + d["floor_measure"] * beta[idx]
+    numpyro.sample("log_radon", dist.Normal(mu, sigma_y).to_event(1), obs=d["log_radon"])
+
+
+def radon_hierarchical_intercept_noncentred(d):
+    J, idx = d["J"], d["county_idx"] - 1
+    sigma_alpha = numpyro.sample("sigma_alpha", dist.HalfNormal(1.0))
+    sigma_y = numpyro.sample("sigma_y", dist.HalfNormal(1.0))
+    mu_alpha = numpyro.sample("mu_alpha", dist.Normal(0.0, 10.0))
+    beta = numpyro.sample("beta", dist.Normal(0.0, 10.0).expand([2]).to_event(1))
+    a_raw = numpyro.sample("alpha_raw", dist.Normal(0.0, 1.0).expand([J]).to_event(1))
+    alpha = numpyro.deterministic("alpha", mu_alpha + sigma_alpha * a_raw)
+    mu = alpha[idx] + d["log_uppm"] * beta[0] + d["floor_measure"] * beta[1]
+    numpyro.sample("log_radon", dist.Normal(mu, sigma_y).to_event(1), obs=d["log_radon"])
