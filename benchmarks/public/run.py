@@ -291,7 +291,7 @@ def write_report(names):
           "| posterior | d | source | reference |", "|---|---:|---|---|"]
     for n in names:
         e = catalogue.BY_NAME[n]
-        r = next((rows[(n, m)] for m in METHODS if (n, m) in rows), None)
+        r = next((rows[(n, m)] for m in METHODS if (n, m) in rows and "d" in rows[(n, m)]), None)
         how = {"posteriordb draws": "posteriordb reference draws (10 x 1 000)",
                "posteriordb summary statistics": "posteriordb reference means and sds",
                "NUTS": (r or {}).get("reference", "long float64 NUTS run (reference.py)"),
