@@ -225,7 +225,8 @@ def read_parquet(path) -> NamedData:
     try:
         import pyarrow.parquet as pq
     except ImportError as err:
-        raise ImportError("reading Parquet needs pyarrow: pip install pyarrow") from err
+        raise ImportError("reading Parquet needs pyarrow: pip install 'inertia[large]' (or "
+                          "pip install pyarrow)") from err
     try:
         table = pq.read_table(path)
     except Exception as err:  # pyarrow's ArrowInvalid and OS errors
