@@ -1408,6 +1408,36 @@ def read_table(path: Path) -> dict:
     return rows
 
 
+_LOG_LOCK = __import__("threading").Lock()
+
+
+def _run_logged(case, fixtures, work, log):
+    """`run_case`, its outcome appended to the JSON-lines file `log` (when given) as it ends."""
+    r = run_case(case, fixtures, work)
+    if log is not None:
+        import json
+
+        with _LOG_LOCK, open(log, "a") as fh:
+            fh.write(json.dumps(r) + "\n")
+    return r
+
+
+def _read_log(log: Path) -> dict:
+    """{case id: outcome} of a run's JSON-lines log (`--log`): an interrupted run goes on there."""
+    import json
+
+    if not log.exists():
+        return {}
+    out = {}
+    for line in log.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:  # a line cut by the interruption
+            continue
+        out[r["id"]] = r
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=2, help="cases run at a time")
@@ -1422,6 +1452,9 @@ def main(argv=None) -> int:
                     help="take the outcome of every case listed in this table (a previous "
                          "run's docs/reliability.md) from it and run only the others (and those "
                          "matching --only); the table is rewritten")
+    ap.add_argument("--log", type=Path, default=None, metavar="JSONL",
+                    help="append each case's outcome to this file as it ends; a rerun with the "
+                         "same file runs only the cases it lacks (an interrupted run goes on)")
     args = ap.parse_args(argv)
     old_rows = read_table(args.reuse_table) if args.reuse_table else {}
     cases = [c for c in CASES if (args.only is None or args.only in c[0])
@@ -1437,12 +1470,17 @@ def main(argv=None) -> int:
         work = tmp / "homes"
         work.mkdir()
         # slow cases first, so the fast argument errors fill the gaps
-        order = sorted(range(len(cases)), key=lambda i: cases[i][1] not in ("interrupt", "py"))
+        done = _read_log(args.log) if args.log is not None else {}
+        # the newest cases first, then the slow ones, so the fast argument errors fill the gaps
+        newest = {c[0] for c in DATA_FILE_CASES}
+        order = sorted((i for i in range(len(cases)) if cases[i][0] not in done),
+                       key=lambda i: (cases[i][0] not in newest,
+                                      cases[i][1] not in ("interrupt", "py")))
         with cf.ThreadPoolExecutor(args.jobs) as pool:
-            futs = {i: pool.submit(run_case, cases[i], fixtures, work) for i in order}
+            futs = {i: pool.submit(_run_logged, cases[i], fixtures, work, args.log) for i in order}
             results = []
             for i in range(len(cases)):
-                r = futs[i].result()
+                r = done[cases[i][0]] if cases[i][0] in done else futs[i].result()
                 results.append(r)
                 verdict, msg = judge(r)
                 print(f"{verdict:>20}  {r['seconds']:5.1f}s  {r['id']}: {msg[:110]}", flush=True)
