@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT = 480.0
+TIMEOUT = 480.0  # seconds per case (--timeout)
 MEMORY_LIMIT = 6 << 30  # bytes of data segment per case (RLIMIT_DATA): a runaway run fails, the
 #                         shared machine survives
 
@@ -1455,7 +1455,11 @@ def main(argv=None) -> int:
     ap.add_argument("--log", type=Path, default=None, metavar="JSONL",
                     help="append each case's outcome to this file as it ends; a rerun with the "
                          "same file runs only the cases it lacks (an interrupted run goes on)")
+    ap.add_argument("--timeout", type=float, default=TIMEOUT,
+                    help="seconds a case may take before it counts as a hang (raise it on a "
+                         "loaded machine: a case's wall time grows with the load)")
     args = ap.parse_args(argv)
+    globals()["TIMEOUT"] = args.timeout
     old_rows = read_table(args.reuse_table) if args.reuse_table else {}
     cases = [c for c in CASES if (args.only is None or args.only in c[0])
              and (c[0] not in old_rows or args.only is not None)]
