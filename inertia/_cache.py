@@ -66,6 +66,59 @@ def enable(path=None, keep_existing: bool = False):
     return path
 
 
+def _creatable(path) -> str | None:
+    """None when folder `path` exists or can be made (and written), else why not."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK):
+            return f"{path}: not writable"
+    except OSError as err:
+        return f"{err.filename or path}: {err.strerror or err}"
+    return None
+
+
+def _matplotlib_dir() -> str:
+    """The folder matplotlib keeps its configuration and font cache in ($MPLCONFIGDIR, else
+    $XDG_CONFIG_HOME/matplotlib or ~/.config/matplotlib)."""
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.environ.get("MPLCONFIGDIR") or os.path.join(base, "matplotlib")
+
+
+def command_caches() -> str | None:
+    """The `inertia` command's own process: the optional caches (JAX's compilation cache, ArviZ's
+    and matplotlib's folders) where their folders can be made; where one cannot (a read-only
+    HOME), the run goes on without it: JAX's cache off, matplotlib in a temporary folder (as it
+    would choose itself, without its two log lines), ArviZ without its notice's stamp
+    (`convergence._arviz`). Returns one line saying so, or None."""
+    why = []
+    path = cache_path()
+    if path is not None and not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        problem = _creatable(path)
+        if problem:
+            why.append(problem)
+            os.environ["INERTIA_JAX_CACHE"] = "off"
+    problem = _creatable(_matplotlib_dir())
+    if problem:
+        import atexit
+        import shutil
+        import tempfile
+
+        why.append(problem)
+        try:
+            tmp = tempfile.mkdtemp(prefix="inertia-matplotlib-")
+        except OSError:
+            tmp = None
+        if tmp is not None:
+            os.environ["MPLCONFIGDIR"] = tmp
+            atexit.register(shutil.rmtree, tmp, True)
+    enable_for_command()
+    if not why:
+        return None
+    return (f"cannot create cache folders ({'; '.join(why)}): running without JAX's "
+            "compilation cache and ArviZ's and matplotlib's caches (set XDG_CACHE_HOME and "
+            "XDG_CONFIG_HOME to a writable folder to keep them)")
+
+
 def enable_for_command() -> None:
     """The `inertia` command's own process: inertia's cache folder unless JAX already has one or
     it is switched off, set through JAX's environment variables when JAX is not imported yet (so

@@ -119,7 +119,7 @@ def describe(cost: Optional[dict]) -> str:
                      f"compile excluded; {cost['gradients']:,} gradients in "
                      f"{cost['run_seconds']:.3g} s)")
     if cost.get("compile_seconds") is not None:
-        parts.append(f"compile {cost['compile_seconds']:.3g} s")
+        parts.append(f"compile of all programs {cost['compile_seconds']:.3g} s")
     if cost.get("wall_seconds") is not None:
         parts.append(f"wall {cost['wall_seconds']:.3g} s")
     if cost.get("program_bytes") is not None:

@@ -33,6 +33,33 @@ def _kind(path: Path) -> str:
     return "not a regular file"
 
 
+def name_max(folder) -> int:
+    """The longest file name (bytes) the file system of `folder` takes (255 where unknown)."""
+    try:
+        return os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        return 255
+
+
+def check_name_length(path, option: str = "the output") -> None:
+    """ValueError when the file name of `path` is longer than its file system takes."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    limit = name_max(folder if folder.exists() else ".")
+    n = len(os.fsencode(path.name))
+    if n > limit:
+        raise ValueError(f"{option}: the file name {path.name[:40]}... is {n} bytes, longer than "
+                         f"this file system takes ({limit}); give a shorter name")
+
+
+def _temp_prefix(path: Path, suffix: str) -> str:
+    """The prefix of a temporary file beside `path`: "." + its name, shortened so that prefix,
+    mkstemp's 8 random characters and `suffix` fit the file system's name limit."""
+    room = name_max(path.parent) - 1 - 8 - len(os.fsencode(suffix)) - 1
+    name = os.fsencode(path.name)[:max(room, 1)].decode("utf-8", "ignore")
+    return f".{name}."
+
+
 def same_file(a, b) -> bool:
     """True when paths `a` and `b` name one file (through symbolic links and relative paths)."""
     return os.path.realpath(a) == os.path.realpath(b)
@@ -44,7 +71,7 @@ def replace_with(path, write, suffix: str = ".tmp") -> Path:
     gets the mode a new file gets under the umask (not the temporary file's 0600)."""
     path = output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path, suffix), suffix=suffix)
     os.close(fd)
     try:
         write(tmp)
@@ -80,7 +107,7 @@ def _write(path: Path, data: bytes) -> Path:
             fh.flush()
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path, ".tmp"), suffix=".tmp")
     try:
         mask = os.umask(0)
         os.umask(mask)
@@ -112,4 +139,5 @@ def save_figure(fig, path, **kw) -> Path:
     return write_bytes_atomic(path, buf.getvalue())
 
 
-__all__ = ["output_path", "same_file", "replace_with", "write_bytes_atomic", "write_text_atomic", "save_figure"]
+__all__ = ["output_path", "check_name_length", "name_max", "same_file", "replace_with",
+           "write_bytes_atomic", "write_text_atomic", "save_figure"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+import sys
 import threading
 import warnings
 from typing import Callable, NamedTuple, Optional
@@ -43,6 +44,25 @@ def _arviz():
             import arviz
         except ImportError as err:  # pragma: no cover - arviz is a core dependency
             raise ImportError("diagnostics need arviz: pip install arviz") from err
+        except OSError:  # its notice's daily stamp under the user cache folder (a read-only HOME)
+            arviz = _arviz_without_stamp()
+    return arviz
+
+
+def _arviz_without_stamp():
+    """ArviZ imported again with its import-time notice off (the notice's check counts the three
+    arviz_* preview packages in `arviz.preview.info`, which is set so for the import and restored):
+    ArviZ 0.2x writes a daily stamp file under the user cache folder on import, and where that
+    folder cannot be made the import fails; nothing else of ArviZ needs it."""
+    import importlib
+
+    preview = sys.modules.get("arviz.preview") or importlib.import_module("arviz.preview")
+    saved = preview.info
+    preview.info = saved + "".join(f"\narviz_{p} available" for p in ("base", "stats", "plots"))
+    try:
+        import arviz
+    finally:
+        preview.info = saved
     return arviz
 
 

@@ -25,9 +25,23 @@ INSTALL = re.compile(r'python3 -m pip install -e "\.\[([a-z,]+)\]"')
 
 
 def _readme_install_line(text: str) -> str:
-    """The install command of the README's quick start (before its `&& inertia fit`)."""
+    """The install command of the README's quick start (its `python3 -m pip install` step, after
+    the virtual environment's and before `&& inertia fit`)."""
     (line,) = [ln for ln in text.splitlines() if "inertia fit --model" in ln]
-    return line.split("&&", 1)[0].strip()
+    (pip,) = [p.strip() for p in line.split("&&") if "pip install" in p]
+    return pip
+
+
+def test_the_first_command_makes_a_virtual_environment():
+    """A fresh system's Python refuses `pip install` outside a virtual environment: the README's
+    first command makes and enters one before installing."""
+    (line,) = [ln for ln in (ROOT / "README.md").read_text().splitlines()
+               if "inertia fit --model" in ln]
+    steps = [p.strip() for p in line.split("&&")]
+    assert steps[:2] == ["python3 -m venv .venv", ". .venv/bin/activate"], steps
+    assert INSTALL.fullmatch(steps[2]) and steps[3].startswith("inertia fit")
+    assert "python3 -m venv .venv && . .venv/bin/activate" in (
+        ROOT / "docs" / "getting-started.md").read_text()
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +85,8 @@ def test_one_install_line_covers_what_the_docs_run():
     for extra in extras:
         reqs += project["optional-dependencies"][extra]
     names = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in reqs}
-    assert {"arviz", "h5netcdf", "numpyro", "matplotlib", "scikit-learn"} <= names
+    # ... and PyMC (the docs' PyMC models) and pyarrow (Parquet data files)
+    assert {"arviz", "h5netcdf", "numpyro", "matplotlib", "scikit-learn", "pymc", "pyarrow"} <= names
     core = {re.split(r"[<>=\[ ;]", r, maxsplit=1)[0].lower() for r in project["dependencies"]}
     assert {"arviz", "h5netcdf"} <= core  # `sample` and `save` need them on any install
 

@@ -72,8 +72,9 @@ def add_quiet(p) -> None:
 def check_output_file(path, option: str, regular: bool = False) -> None:
     """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
     device or FIFO; a symbolic link counts as its target); else ValueError."""
-    from inertia._io import output_path
+    from inertia._io import check_name_length, output_path
 
+    check_name_length(path, option)
     path = output_path(path, option, regular=regular)
     _check_folder(path.parent, option, f"the folder of {path}")
 

@@ -77,7 +77,7 @@ def own_process(args, prefix: str) -> None:
         sys.modules["jax"].config.update("jax_enable_x64", True)
     else:
         os.environ["JAX_ENABLE_X64"] = "1"
-    _cache.enable_for_command()
+    no_cache = _cache.command_caches()
     from inertia import _prefetch
     from inertia.diagnostics import quiet_arviz_notice
 
@@ -86,6 +86,8 @@ def own_process(args, prefix: str) -> None:
     watch_interrupts(args)
     warnings.formatwarning = (lambda message, category, *_a, **_k:
                               f"{prefix}: warning: {message}\n")
+    if no_cache:
+        print(f"{prefix}: warning: {no_cache}", file=sys.stderr)
 
 
 def float64(own_process: bool):

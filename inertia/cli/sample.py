@@ -56,6 +56,8 @@ def _run(args) -> int:
                          "--steps steps (add --target-ess to run on)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the verdict is printed below instead
+        warnings.filterwarnings("default", message="the mode search met a saddle point",
+                                category=RuntimeWarning)  # no verdict says it: a second mode
         res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma,
                      alpha=args.alpha, num_leapfrog=args.num_leapfrog,
                      target_accept=args.target_accept, num_chains=args.chains, num_steps=steps, seed=args.seed,

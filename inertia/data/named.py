@@ -18,6 +18,7 @@ import difflib
 import inspect
 import json
 import math
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,14 @@ def _json_number(v, path, where):
     if isinstance(v, bool):
         raise DatasetError(f"{path}: {where} is {str(v).lower()}; Stan data has no booleans, "
                            "write 1 or 0")
+    if isinstance(v, int) and abs(v) > np.iinfo(np.int64).max:
+        raise DatasetError(f"{path}: {where} = {v} is an integer beyond int64's range (at most "
+                           f"{np.iinfo(np.int64).max}); write it as a real (e.g. {float(v):.3e}) "
+                           "if it is not a count, size or index")
+    if isinstance(v, float) and math.isinf(v):  # a literal beyond float64 (bare Infinity: refused)
+        raise DatasetError(f"{path}: {where} is a number beyond float64's range (about 1.8e308), "
+                           'which would read as infinity; rescale it, or write "Inf" if infinity '
+                           "is meant")
     if isinstance(v, (int, float)):
         return v
     if isinstance(v, str) and v.strip().lower() in _SPECIAL:
@@ -99,11 +108,8 @@ def _json_array(v, path, name):
     if len(leaves) != math.prod(shape):  # a list deeper in one branch than another
         raise DatasetError(f"{path}: {name!r} is not rectangular (its lists nest unevenly)")
     integer = bool(leaves) and all(isinstance(x, int) for x in leaves)
-    if integer:
-        try:
-            return np.asarray(leaves, dtype=np.int64).reshape(shape)
-        except OverflowError:
-            pass
+    if integer:  # every leaf within int64 (`_json_number`)
+        return np.asarray(leaves, dtype=np.int64).reshape(shape)
     return np.asarray(leaves, dtype=np.float64).reshape(shape)
 
 
@@ -115,6 +121,49 @@ def _json_value(v, path, name):
     return _json_number(v, path, repr(name))
 
 
+def _json_object(pairs):
+    """A JSON object's (key, value) pairs as a dict; a key given twice raises (Stan and CmdStan
+    refuse it: the last copy would silently win)."""
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _json_constant(token):
+    """Python's json accepts bare NaN, Infinity and -Infinity; JSON (and Stan) do not."""
+    raise _BareConstant(token)
+
+
+class _BareConstant(ValueError):
+    pass
+
+
+def python_name(key: str) -> str:
+    """`key` as Python spells an identifier (NFKC-normalised: an 'é' typed as e + combining accent
+    in a data file matches the argument `é`)."""
+    return unicodedata.normalize("NFKC", key)
+
+
+def _python_names(values: dict, path) -> dict:
+    """{python_name(k): v}; two keys that become one name raise DatasetError."""
+    out = {}
+    for k, v in values.items():
+        n = python_name(k)
+        if n in out:
+            raise DatasetError(f"{path}: entries {k!r} and another spelling of {n!r} name the "
+                               "same argument once Unicode-normalised (NFKC, as Python normalises "
+                               "identifiers); keep one of them")
+        out[n] = v
+    return out
+
+
 def read_json(path) -> NamedData:
     """{name: value} of a Stan data-JSON file (see the module docstring); a syntax error names the
     file, line and column."""
@@ -124,14 +173,21 @@ def read_json(path) -> NamedData:
     except UnicodeDecodeError as err:
         raise DatasetError(f"{path} is not UTF-8 text (byte offset {err.start})") from None
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, object_pairs_hook=_json_object, parse_constant=_json_constant)
     except json.JSONDecodeError as err:
         raise DatasetError(f"{path}: not valid JSON at line {err.lineno}, column {err.colno}: "
                            f"{err.msg}") from None
+    except _DuplicateKey as err:
+        raise DatasetError(f"{path}: the key {err.args[0]!r} appears twice in one object; JSON "
+                           "readers differ on which copy counts (Stan refuses it): keep one") from None
+    except _BareConstant as err:
+        raise DatasetError(f"{path}: a bare {err.args[0]} is not JSON; write it as a string, "
+                           f'"{err.args[0]}" (Stan\'s special reals: "NaN", "Inf", "-Inf")') from None
     if not isinstance(obj, dict):
         raise DatasetError(f"{path}: the file holds a JSON {type(obj).__name__}; data is a JSON "
                            'object of named entries, e.g. {"N": 3, "y": [1.5, 2.0, 0.1]}')
-    return NamedData({k: _json_value(v, path, k) for k, v in obj.items()}, path, "json")
+    return NamedData(_python_names({k: _json_value(v, path, k) for k, v in obj.items()}, path),
+                     path, "json")
 
 
 # --- npz, Parquet, CSV --------------------------------------------------------------------
@@ -150,7 +206,8 @@ def read_npz(path) -> NamedData:
     path = _file(Path(path), ".npz")
     try:
         with np.load(path, allow_pickle=False) as z:
-            return NamedData({k: _npz_value(z[k], path, k) for k in z.files}, path, "npz")
+            return NamedData(_python_names({k: _npz_value(z[k], path, k) for k in z.files}, path),
+                             path, "npz")
     except DatasetError:
         raise
     except ValueError as err:
@@ -168,7 +225,8 @@ def read_parquet(path) -> NamedData:
     try:
         import pyarrow.parquet as pq
     except ImportError as err:
-        raise ImportError("reading Parquet needs pyarrow: pip install pyarrow") from err
+        raise ImportError("reading Parquet needs pyarrow: pip install 'inertia[large]' (or "
+                          "pip install pyarrow)") from err
     try:
         table = pq.read_table(path)
     except Exception as err:  # pyarrow's ArrowInvalid and OS errors
@@ -186,7 +244,7 @@ def read_parquet(path) -> NamedData:
         else:
             raise DatasetError(f"{path}: column {name!r} holds {col.type}, not numbers; encode "
                                "it as numbers first")
-    return NamedData(out, path, "parquet")
+    return NamedData(_python_names(out, path), path, "parquet")
 
 
 def read_named(path, *, drop_missing: bool = False) -> NamedData:
@@ -200,7 +258,8 @@ def read_named(path, *, drop_missing: bool = False) -> NamedData:
         return read_parquet(path)
     from .csv import read_columns
 
-    return NamedData(read_columns(path, drop_missing=drop_missing), path, "csv")
+    return NamedData(_python_names(read_columns(path, drop_missing=drop_missing), path), path,
+                     "csv")
 
 
 def model_data(data) -> dict:
@@ -251,4 +310,4 @@ def check_arguments(fn, name: str, data, model_path) -> None:
 
 
 __all__ = ["NamedData", "read_named", "read_json", "read_npz", "read_parquet", "model_data",
-           "check_arguments", "is_named_file"]
+           "check_arguments", "is_named_file", "python_name"]

@@ -11,6 +11,7 @@ gradients are counted in the result's warm-up and total.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 
@@ -42,7 +43,10 @@ def applies(target, reparam, *, init=None, manual=False) -> dict:
     spec = info["numpyro"]
     try:
         return find_sites(spec["model"], spec["args"], spec["kwargs"])
-    except Exception:  # a model NumPyro cannot trace for dependencies: run it as it is
+    except Exception as err:  # a model NumPyro cannot trace for dependencies: run it as it is
+        warnings.warn(f"the centredness rewrite was skipped: NumPyro could not trace the model's "
+                      f"dependencies ({type(err).__name__}: {' '.join(str(err).split())[:200]}); "
+                      "the model runs as written", UserWarning, stacklevel=2)
         return {}
 
 

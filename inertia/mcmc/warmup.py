@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _compile
-from ..targets.base import Target
+from ..targets.base import Target, TargetError
 from ..targets.whiten import whiten
 
 MAX_HALVINGS = 4
@@ -156,6 +156,10 @@ def _vi_fit(target, seed, **budget):
         factor = np.linalg.cholesky(np.asarray(r.cov, dtype=np.float64).reshape(target.dim, -1))
     except Exception:  # noqa: BLE001 - any failure of the fit falls back to the Laplace fit
         return None
+    if (r.stopped or {}).get("improper") is not None:  # the fit's probe found infinite mass
+        why = r.stopped["reason"].removeprefix("NOT CONVERGED: ")
+        raise TargetError(f"the posterior is improper: {why}; give every parameter a proper prior "
+                          "(or check the data for separation)")
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))):
         return None
     h = r.history

@@ -18,7 +18,8 @@ import numpy as np
 
 from .._compile import device
 from .base import Target, TargetError, jitted
-from .mode import PROBES, MATRIX_FREE_DIM, find_mode as mode_search, inverse_factor, probed_scale
+from .mode import (PROBES, MATRIX_FREE_DIM, find_mode as mode_search, inverse_factor, nan_points,
+                   probed_scale)
 
 DEGENERATE_RATIO = 1e2  # lambda_max(MAP) / lambda_max(start) above this: a spike, not a mode
 DENSE_MAX_DIM = MATRIX_FREE_DIM  # up to this d the Hessian is formed densely (targets.mode)
@@ -148,7 +149,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
     if not degenerate:  # a MAP at a spike (funnels: scale -> 0) says nothing about the posterior
         lmin_s, lmax_s, H_s, n = hessian_extremes(target, x_start, dense_max_dim=dense_max_dim)
         hvps += n
-        if math.isfinite(lmax_s) and lmax0 > DEGENERATE_RATIO * max(lmax_s, 1e-12):
+        if math.isfinite(lmax_s) and lmax_s > 0 and lmax0 > DEGENERATE_RATIO * lmax_s:
             degenerate = True
     if degenerate:
         mode = x_start
@@ -207,6 +208,9 @@ def check_curvature(target: Target, mode, lmins, lmaxs, mean_lmin, H_mode=None) 
         vg = jitted(target, "value_and_grad")
         rng = np.random.default_rng(0)
         pts = [np.asarray(mode)] + [np.asarray(mode) + rng.standard_normal(d) for _ in range(3)]
+        nan = nan_points(target, pts)
+        if nan:
+            raise TargetError(nan)
         grads = [float(np.max(np.abs(np.asarray(vg(device(x))[1])))) for x in pts]
         if max(grads) > 0:
             raise TargetError(

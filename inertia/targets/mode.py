@@ -165,6 +165,13 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     starts = [] if init is None or not np.any(np.asarray(init)) else [np.zeros(d)]
     starts += [rng.uniform(-2.0, 2.0, d) for _ in range(restarts - len(starts))]
     found = [] if first is None else [first]
+    saddle = _saddle(first)
+    if saddle is not None:  # down either side of it first
+        sides = _down_both_sides(target, first.x, saddle, kw)
+        found += sides
+        if all(m.converged for m in sides):
+            _warn_saddle(target, first.x, saddle, sides)
+            starts = []
     for x0 in starts:
         try:
             found.append(_search(target, x0, **kw))
@@ -191,6 +198,72 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
               else f"{best.reason} (best of {tried})")
     return dataclasses.replace(best, reason=reason, grad_evals=sum(m.grad_evals for m in found)
                                + len(found), hvp_evals=sum(m.hvp_evals for m in found))
+
+
+def _saddle(m: Optional[Mode]):
+    """(eigenvalue, unit eigenvector) of the most negative curvature at the end point of a search
+    that did not converge, when hess V has a negative eigenvalue there (a saddle point or a
+    maximum where the search stalled; dense Hessians only); else None."""
+    if m is None or m.converged or m.hessian is None or not np.all(np.isfinite(m.hessian)):
+        return None
+    w, U = np.linalg.eigh(np.asarray(m.hessian, dtype=np.float64))
+    if not w[0] < 0:
+        return None
+    return float(w[0]), U[:, 0]
+
+
+def _down_both_sides(target, x, saddle, kw) -> list:
+    """Mode searches from x +- 2 / sqrt(-lambda) u (u the direction of negative curvature lambda):
+    the two sides of a saddle point, where a symmetric start (a mixture's midpoint) stalls."""
+    lam, u = saddle
+    out = []
+    for sign in (1.0, -1.0):
+        try:
+            out.append(_search(target, np.asarray(x) + sign * 2.0 / math.sqrt(-lam) * u, **kw))
+        except TargetError:
+            continue
+    return out
+
+
+def _warn_saddle(target, x, saddle, sides) -> None:
+    """A RuntimeWarning naming the saddle point and the two modes on its sides: the posterior has
+    two or more modes, and a Gaussian fit or a frame at one of them describes that one only."""
+    import warnings
+
+    names = (getattr(target, "info", None) or {}).get("names")
+    names = list(names) if names is not None and len(names) == target.dim else None
+    lam, u = saddle
+    i = int(np.argmax(np.abs(u)))
+    name = names[i] if names else f"x[{i}]"
+    a, b = (float(np.asarray(m.x)[i]) for m in sides)
+    if abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b)):
+        return
+    warnings.warn(f"the mode search met a saddle point of the potential at {name} = "
+                  f"{float(np.asarray(x)[i]):.4g} (Hessian eigenvalue {lam:.3g} there, no mode): "
+                  f"going down either side found two modes, at {name} = {min(a, b):.4g} and "
+                  f"{max(a, b):.4g}; the posterior is multimodal, and a Gaussian fit, or a "
+                  "sampler's frame, at one mode describes that mode only", RuntimeWarning,
+                  stacklevel=3)
+
+
+def nan_points(target: Target, points) -> Optional[str]:
+    """A sentence naming the first of `points` where V or grad V is NaN (not +inf: a wall of -inf
+    log density is a support boundary), or None: a log density NaN somewhere near the mode is a
+    model that is not defined there, whatever else its curvature says."""
+    vg = jitted(target, "value_and_grad")
+    names = (getattr(target, "info", None) or {}).get("names")
+    d = target.dim
+    names = list(names) if names is not None and len(names) == d else [f"x[{i}]" for i in range(d)]
+    for x in points:
+        v, g = vg(device(np.asarray(x, np.float64)))
+        if math.isnan(float(v)) or np.any(np.isnan(np.asarray(g))):
+            what = "log density" if math.isnan(float(v)) else "gradient of the log density"
+            at = ", ".join(f"{n} = {float(c):.4g}" for n, c in list(zip(names, np.ravel(x)))[:4])
+            return (f"the {what} is NaN at {at}{', ...' if d > 4 else ''} (near the mode "
+                    "search's end point): the model is not defined there; give it a value "
+                    "everywhere (-inf outside its support), or map a constrained parameter from "
+                    "the real line (e.g. x = exp(u) for x > 0)")
+    return None
 
 
 def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int = 200,
@@ -344,7 +417,8 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     for i in np.argsort(np.where(low, V[:, -1], np.inf))[:int(low.sum())]:
         offsets = rng.standard_normal((4, d))
         offsets -= np.outer(offsets @ Z[i], Z[i]) / (Z[i] @ Z[i])  # perpendicular to the ray
-        offsets *= tube / np.linalg.norm(offsets, axis=1, keepdims=True)
+        norms = np.linalg.norm(offsets, axis=1, keepdims=True)
+        offsets = (offsets * tube / norms) if d > 1 else np.zeros((0, d))  # d = 1: the ray alone
         Vt = _on_rays(target, mode, F, Z[i][None], far, offsets=np.vstack([np.zeros(d), offsets]))
         evals += Vt.size
         if np.all(np.isfinite(Vt)) and np.all(Vt <= v0 + FLAT_NATS):
@@ -393,5 +467,5 @@ def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS)
     return x, grads
 
 
-__all__ = ["Mode", "find_mode", "RESTARTS", "inverse_factor", "probe_unbounded", "DENSE_MAX_DIM",
-           "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale", "map_estimate", "MAP_RESTARTS", "MAP_GAIN"]
+__all__ = ["Mode", "find_mode", "nan_points", "RESTARTS", "inverse_factor", "probe_unbounded",
+           "DENSE_MAX_DIM", "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale", "map_estimate", "MAP_RESTARTS", "MAP_GAIN"]

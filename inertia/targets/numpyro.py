@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _compile
 from .._scope import entry_point
+from ..data.checks import bad_entries, int64_notes
 from .base import Target, TargetError, cast_floats, from_logdensity, jitted, ravel
 
 
@@ -56,9 +57,13 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None
     from numpyro.distributions.transforms import biject_to
     from numpyro.infer.util import constrain_fn, potential_energy
 
+    observed = []
+
     def proto(key):
         seeded = handlers.substitute(handlers.seed(model, key), substitute_fn=_improper_value)
         tr = handlers.trace(seeded).get_trace(*model_args, **model_kwargs)
+        observed.extend((k, site["fn"], site["value"]) for k, site in tr.items()
+                        if site["type"] == "sample" and site["is_observed"])
         latent = {k: site for k, site in tr.items()
                   if site["type"] == "sample" and not site["is_observed"]}
         discrete = {k: type(site["fn"]).__name__ for k, site in latent.items()
@@ -80,9 +85,40 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None
         return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in latent.items()}
 
     found = jax.eval_shape(proto, jax.ShapeDtypeStruct((2,), jnp.uint32))  # a key's shape only
+    _check_observed(observed)
     z = {k: np.zeros(v.shape, v.dtype) for k, v in found.items()}
     return (z, partial(potential_energy, model, model_args, model_kwargs),
             partial(constrain_fn, model, model_args, model_kwargs, return_deterministic=True))
+
+
+def _check_observed(observed) -> None:
+    """TargetError naming the entries of an observed site's data that are not finite or lie outside
+    its distribution's support (`y[7] = nan`), before anything is compiled. Sites whose data or
+    support depend on the parameters (traced in the abstract trace) are left to the density."""
+    for name, fn, value in observed:
+        if isinstance(value, jax.core.Tracer):
+            continue
+        value = np.asarray(value)
+        if value.dtype.kind not in "fiub":
+            continue
+        bad = bad_entries(name, value)
+        if bad:
+            raise TargetError(f"the data of observed site {name!r} are not finite: {bad}; every "
+                              "observed value must be a number (drop or impute the missing ones "
+                              "before the fit)")
+        try:
+            inside = np.asarray(fn.support(jnp.asarray(value)))
+        except Exception:  # a support that depends on the parameters (traced): not checked here
+            continue
+        if inside.shape != value.shape:
+            inside = inside if inside.ndim == 0 else None
+        if inside is None:
+            continue
+        bad = bad_entries(name, value, inside)
+        if bad:
+            raise TargetError(f"the data of observed site {name!r} lie outside the support of its "
+                              f"{type(fn).__name__} distribution ({fn.support}): {bad}; the log "
+                              "likelihood is -inf there: fix the data or the likelihood")
 
 
 def _initialise(model, model_args, model_kwargs, seed, labels=None, shapes=None):
@@ -102,13 +138,17 @@ def _initialise(model, model_args, model_kwargs, seed, labels=None, shapes=None)
             info = initialize_model(jax.random.PRNGKey(seed), model, model_args=model_args,
                                     model_kwargs=model_kwargs, dynamic_args=False)
         except Exception as err:  # NumPyro raises RuntimeError / ValueError variants
-            raise TargetError(f"NumPyro could not initialise the model: {err}") from err
+            note = int64_notes(dict(model_kwargs, **{f"argument {i}": a
+                                                     for i, a in enumerate(model_args)}))
+            raise TargetError(f"NumPyro could not initialise the model: {err}"
+                              + (f" ({note})" if note else "")) from err
         return info.param_info.z, info.param_info.z, info.potential_fn, info.postprocess_fn
 
 
-def _valid_start(target, seed):
+def _valid_start(target, seed, who: str = "NumPyro"):
     """A flat start with finite V and grad V: uniform(-2, 2) draws (NumPyro's init_to_uniform
-    rule), up to 100 tries, evaluated with the target's compiled gradient (the MAP search's)."""
+    rule), up to 100 tries, evaluated with the target's compiled gradient (the MAP search's);
+    `who` (NumPyro, PyMC) names the model's library in the error."""
     vg = jitted(target, "value_and_grad")
     rng = np.random.default_rng(seed)
     for _ in range(INIT_TRIES):
@@ -116,7 +156,7 @@ def _valid_start(target, seed):
         v, g = vg(_compile.device(x))
         if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
             return _compile.device(x)
-    raise TargetError("NumPyro could not initialise the model: no point with a finite log density "
+    raise TargetError(f"{who} could not initialise the model: no point with a finite log density "
                       f"and gradient was found in {INIT_TRIES} draws of uniform(-2, 2) on the "
                       "unconstrained space")
 

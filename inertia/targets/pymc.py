@@ -19,7 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _compile
+from ..data.checks import bad_entries
 from .base import Target, TargetError, from_logdensity
+from .numpyro import _valid_start
 
 
 def _pymc():
@@ -156,7 +158,7 @@ def from_pymc(model, *, alpha=None, beta=None, name=None, seed=0) -> Target:
     extra = {"names": site_names({k: v.shape for k, v in example.items()}), "init": None,
              "pymc": PyMCModel(model)}
     target = from_logdensity(logdensity, example, alpha=alpha, beta=beta, name=label,
-                             info=extra)
+                             info=extra, recast=_float64_only)
     unravel = target.unravel
     d = target.dim
     constrain_flat = _compile.jit(jax.vmap(
@@ -184,10 +186,40 @@ def from_pymc(model, *, alpha=None, beta=None, name=None, seed=0) -> Target:
         if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
             extra["init"] = _compile.device(flat0)
         else:
-            from .numpyro import _valid_start
-
-            extra["init"] = _valid_start(target, seed)
+            _check_observed(model, point)
+            extra["init"] = _valid_start(target, seed, "PyMC")
     return target
+
+
+def _float64_only(dtype):
+    raise TargetError(f"a PyMC model runs in float64 only (PyMC's JAX graph keeps PyTensor's float64 "
+                      f"constants), not {jnp.dtype(dtype).name}: leave out --dtype float32 on the "
+                      "command line (dtype='float64' in Python), or write the model in NumPyro")
+
+
+def _check_observed(model, point) -> None:
+    """TargetError naming the observed entries whose log likelihood is not finite at PyMC's initial
+    point (data outside the likelihood's support, or not finite), as PyMC's own check
+    (`model.point_logps`) finds them, entry by entry."""
+    obs = list(model.observed_RVs)
+    if not obs:
+        return
+    try:
+        with _quiet_pytensor():
+            pointwise = model.compile_logp(vars=obs, sum=False, jacobian=False)(point)
+    except Exception:  # PyMC cannot evaluate it: the start search reports the model
+        return
+    data = PyMCModel(model).observed
+    for rv, lp in zip(obs, pointwise):
+        value = data.get(rv.name)
+        if value is None or np.shape(lp) != np.shape(value):
+            continue
+        bad = bad_entries(rv.name, value, np.isfinite(lp))
+        if bad:
+            raise TargetError(f"PyMC: the log likelihood of observed {rv.name!r} "
+                              f"({type(rv.owner.op).__name__}) is not finite at the model's initial "
+                              f"point at {bad}; those data lie outside the likelihood's support "
+                              "(or are not finite): fix the data or the likelihood")
 
 
 def pymc_model_from_file(module, name, obj, data, path):
@@ -198,25 +230,47 @@ def pymc_model_from_file(module, name, obj, data, path):
         if data:
             _set_data(obj, data, name, path)
         return obj
-    uses_pymc = any(getattr(v, "__name__", "").split(".")[0] == "pymc"
-                    for v in vars(module).values())
-    uses_numpyro = any(getattr(v, "__name__", "").split(".")[0] == "numpyro"
-                       for v in vars(module).values())
-    if not callable(obj) or not uses_pymc or uses_numpyro or hasattr(module, f"{name}_init"):
+    if not callable(obj) or hasattr(module, f"{name}_init") or not _refers_to(module, "pymc"):
         return None
     from ..data.named import check_arguments, model_data
 
     check_arguments(obj, name, data, path)
     columns = model_data(data)
+    uses_numpyro = _refers_to(module, "numpyro")
     try:
-        out = obj(**columns)
+        if uses_numpyro:  # a NumPyro model called as a function needs a seed to sample
+            from numpyro import handlers
+
+            out = handlers.seed(obj, rng_seed=0)(**columns)
+        else:
+            out = obj(**columns)
     except TypeError as err:
+        if uses_numpyro:
+            return None
         raise TargetError(f"{path}: calling {name}(**data) failed: {err}") from None
-    if not is_pymc_model(out):
-        raise TargetError(f"{path}: {name} uses PyMC but returns {type(out).__name__}, not a "
-                          "pm.Model; end it with `return model` (the `with pm.Model() as model:` "
-                          "block's model)")
-    return out
+    except Exception as err:  # the model's own error (PyMC's, when it builds a pm.Model)
+        if uses_numpyro:
+            return None
+        raise TargetError(f"{path}: building the PyMC model {name}(**data) failed, PyMC's error: "
+                          f"{type(err).__name__}: {' '.join(str(err).split())[:400]}") from err
+    if is_pymc_model(out):
+        return out
+    if uses_numpyro:  # a NumPyro model in a file that also imports PyMC
+        return None
+    raise TargetError(f"{path}: {name} uses PyMC but returns {type(out).__name__}, not a "
+                      "pm.Model; end it with `return model` (the `with pm.Model() as model:` "
+                      "block's model)")
+
+
+def _refers_to(module, package: str) -> bool:
+    """True when a name of `module` is `package`, one of its modules, or a class or function defined
+    there (`import pymc as pm`, `from pymc import Model, Normal`)."""
+    for v in vars(module).values():
+        for attr in ("__name__", "__module__"):
+            text = getattr(v, attr, None)
+            if isinstance(text, str) and text.split(".")[0] == package:
+                return True
+    return False
 
 
 def _set_data(model, data, name, path):

@@ -19,6 +19,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .numpyro import _improper_value
+
 # NumPyro distribution class -> the parameters kept as they are (LocScaleReparam's shape_params)
 FAMILIES = {"Normal": (), "StudentT": ("df",), "Cauchy": (), "Laplace": (), "Logistic": (),
             "Gumbel": (), "LogNormal": ()}
@@ -67,7 +69,8 @@ def find_sites(model, model_args=(), model_kwargs=None) -> dict:
         return any(isinstance(getattr(fn, a, None), jax.core.Tracer) for a in ("loc", "scale"))
 
     def kinds(key):
-        tr = handlers.trace(handlers.seed(model, key)).get_trace(*model_args, **model_kwargs)
+        seeded = handlers.substitute(handlers.seed(model, key), substitute_fn=_improper_value)
+        tr = handlers.trace(seeded).get_trace(*model_args, **model_kwargs)  # flat priors too
         found.update({k: (type(_base(s["fn"])).__name__, tuple(jnp.shape(s["value"])),
                           traced(_base(s["fn"])))
                       for k, s in tr.items()

@@ -25,7 +25,8 @@ def averaging(enabled: bool, tol, window):
         return s._replace(start_average=True, averaging_from=s.step,
                           rule=StoppingRule(tol, window, confident=True),
                           eta_scale=s.eta_scale / AVERAGING_STEP_DECAY,  # a smaller bias
-                          queue=tuple(q for q in s.queue if q[0] < until)), \
+                          queue=tuple(q if q[1] else (q[0], 0, min(q[2], until))  # a mark
+                                      for q in s.queue if q[0] < until)), \
             [{"event": "averaging", **verdict}]
 
     return start

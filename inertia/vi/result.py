@@ -261,9 +261,9 @@ def report_text(res, out, total) -> str:
     lines = [f"{res.method} ({'accelerated' if res.accelerated else 'plain'}), b = "
              f"{res.batch_size}, {res.num_steps} updates | {last['grad_evals']} gradient + "
              f"{last['hvp_evals']} HVP queries | "
-             f"{'' if res.dtype == 'float64' else res.dtype + ' | '}run {last['seconds']:.2f}s "
-             f"(compile {res.compile_seconds:.2f}s"
-             + ("" if total is None else f", total {total:.2f}s") + ")"]
+             f"{'' if res.dtype == 'float64' else res.dtype + ' | '}updates {last['seconds']:.2f} s "
+             f"(their compile {res.compile_seconds:.2f} s"
+             + ("" if total is None else f"; whole run {total:.2f} s") + ")"]
     if res.curvature:
         c = res.curvature
         where = ("in coordinates whitened by the Laplace start; target's "

@@ -16,6 +16,7 @@ from typing import Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.extend.random import threefry_2x32
 
 from .. import _warnings
 from .. import _compile
@@ -29,7 +30,7 @@ from .recorder import _Recorder
 from .recovery import diverged, failure, recovery
 from .registry import get_method
 from .restart import with_restart
-from .runstate import RunState
+from .runstate import RunState, checkpoint_blocks
 from .widen import reestimation, widening
 
 DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
@@ -91,6 +92,40 @@ def _step_keys(num_steps, fold):
     return _compile.jit(lambda seeds, attempt: _key_rows(seeds, num_steps, attempt if fold else None))
 
 
+class KeyRows:
+    """The rows of `step_keys(seeds, num_steps, attempt)`, computed when a block needs them: with
+    JAX's partitionable threefry (its default), row i of split(key, n) is threefry(key, i) whatever
+    n, so rows [start, start + count) cost that many keys and a budget of 10^12 updates no table up
+    front. With the non-partitionable variant the whole table is built, as before."""
+
+    def __init__(self, seeds, num_steps, attempt=0):
+        self.seeds = np.asarray(seeds)
+        self.attempt = int(attempt or 0)
+        self.table = (None if jax.config.jax_threefry_partitionable
+                      else step_keys(seeds, num_steps, attempt))
+
+    def rows(self, start: int, count: int) -> np.ndarray:
+        """(seeds, count, 2): the keys of updates start .. start + count - 1."""
+        if self.table is not None:
+            return self.table[:, start:start + count]
+        idx = np.arange(start, start + count, dtype=np.uint64)
+        hi = (idx >> np.uint64(32)).astype(np.uint32)
+        lo = (idx & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+        return np.asarray(_key_block(count, bool(self.attempt))(self.seeds, self.attempt, hi, lo))
+
+
+@functools.lru_cache(maxsize=8)
+def _key_block(count, fold):
+
+    def one(sd, attempt, hi, lo):
+        key = jax.random.PRNGKey(sd)
+        key = jax.random.fold_in(key, attempt) if fold else key
+        bits = threefry_2x32((key[0], key[1]), jnp.concatenate([hi, lo]))
+        return jnp.stack([bits[:count], bits[count:]], axis=1)
+
+    return _compile.jit(jax.vmap(one, in_axes=(0, None, None, None)))
+
+
 @dataclasses.dataclass
 class Loop:
     """What the driver loop carries from block to block."""
@@ -110,15 +145,15 @@ class Loop:
     counters: dict = dataclasses.field(default_factory=dict)  # the policies' own (RunState)
 
     def checkpoints(self, start, until):
-        """Blocks of one checkpoint each from update `start` to `until`."""
-        return [(i, 1, min(self.every, until - i)) for i in range(start, until, self.every)]
+        """Blocks of one checkpoint each from update `start` to `until` (`checkpoint_blocks`)."""
+        return list(checkpoint_blocks(start, until, self.every))
 
     def restart(self, kernel):
         """The state at the last checkpoint for `kernel`, momentum reset."""
         self.state = self.rec.restart_state(kernel)
 
     def rekey(self, attempt):
-        self.keys = step_keys(self.seeds, self.num_steps, attempt)
+        self.keys = KeyRows(self.seeds, self.num_steps, attempt)
 
 
 class Runner:
@@ -317,8 +352,7 @@ class Runner:
         # one program for the initial states and the first attempt's keys (those of step_keys)
         # (the start is an argument: as a constant, XLA would evaluate the kernel's start at compile
         # time, O(d^3))
-        state, keys = _compile.jit(lambda sd, m, A: (jax.vmap(lambda _: kernel.init(m, A))(sd),
-                                                     _key_rows(sd, steps)))(
+        state = _compile.jit(lambda sd, m, A: jax.vmap(lambda _: kernel.init(m, A))(sd))(
             np.asarray(seeds), m0, A0)
         state = shard_leading(state)
         rec = _Recorder(self.target, kernel, opts.evaluate, opts.monitor, opts.monitor_draws,
@@ -327,16 +361,19 @@ class Runner:
         rule = StoppingRule(opts.tol, opts.window) if opts.tol is not None else None
         rec.add(0, 0.0, np.asarray(state.m, np.float64)[None],
                 np.asarray(state.A, np.float64)[None])
-        loop = Loop(rec, state, seeds, num_steps, every, np.asarray(keys), [], rule)
+        loop = Loop(rec, state, seeds, num_steps, every, KeyRows(seeds, steps), [], rule)
         loop.queue = _schedule(num_steps, every) if rule is None else loop.checkpoints(0, num_steps)
         return loop
 
     def _advance(self, loop):
         """Run the next block and record its checkpoints: (Failure or None, new checkpoints)."""
         start, n, length = loop.queue.pop(0)
+        while n == 0:  # a queue's continuation mark: its next window of checkpoints
+            loop.queue[:0] = loop.checkpoints(start, length)
+            start, n, length = loop.queue.pop(0)
         fn = self._compiled(loop.state, n, length)
         t = time.perf_counter()
-        keys = loop.keys[:, start:start + n * length].reshape(len(loop.seeds), n, length, -1)
+        keys = loop.keys.rows(start, n * length).reshape(len(loop.seeds), n, length, -1)
         new_state, (bm, bA, ok, nr) = fn(loop.state, keys, self.params)
         ok = np.asarray(jax.block_until_ready(ok))
         dt = time.perf_counter() - t
@@ -396,4 +433,4 @@ def _progress(bar, rec, offset=0.0):
                F_hat=None if f is None else float(np.nanmean(f)) + offset)
 
 
-__all__ = ["Runner", "Loop", "step_keys", "DIVERGENCE_LIMIT", "MAX_BLOCKS"]
+__all__ = ["Runner", "Loop", "step_keys", "KeyRows", "DIVERGENCE_LIMIT", "MAX_BLOCKS"]

@@ -48,8 +48,21 @@ class RunState(NamedTuple):
         return self.base_step * self.eta_scale
 
     def checkpoint_blocks(self, start: int, until: int) -> tuple:
-        """Blocks of one checkpoint each from update `start` to `until`."""
-        return tuple((i, 1, min(self.every, until - i)) for i in range(start, until, self.every))
+        """Blocks of one checkpoint each from update `start` to `until` (`checkpoint_blocks`)."""
+        return checkpoint_blocks(start, until, self.every)
 
 
-__all__ = ["RunState"]
+QUEUE_WINDOW = 1024  # checkpoint blocks listed at a time; a mark continues the queue
+
+
+def checkpoint_blocks(start: int, until: int, every: int) -> tuple:
+    """Blocks (start, 1, length) of one checkpoint each from update `start` to `until`, at most
+    QUEUE_WINDOW of them, then (when more remain) the mark (next start, 0, until) from which the
+    runner lists the next window: a budget of 10^12 updates under the stopping rule is not listed
+    up front."""
+    stop = min(until, start + QUEUE_WINDOW * every)
+    blocks = tuple((i, 1, min(every, until - i)) for i in range(start, stop, every))
+    return blocks + (((stop, 0, until),) if stop < until else ())
+
+
+__all__ = ["RunState", "checkpoint_blocks", "QUEUE_WINDOW"]

@@ -1,0 +1,91 @@
+"""Faults of a model named as what they are, by fit and by sample alike: an improper posterior in one
+dimension (flat prior, separable logistic data), a saddle point between two modes, a log density
+that is NaN on half the line, and a flat prior in a centred hierarchy (the centredness rewrite's site
+search). About 60 s (short fits and warm-ups)."""
+import warnings
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from inertia.mcmc import sample
+from inertia.targets import TargetError, from_logdensity
+from inertia.targets.mode import find_mode, probe_unbounded
+from inertia.vi import fit
+
+X = np.random.default_rng(1).normal(size=40)
+Y = (X > 0).astype(float)
+
+
+def _flat_logistic():
+    """log p(w) = sum log sigmoid(+-w x): separable, flat prior: the mass grows without bound as
+    w -> infinity (V falls to 0 and flattens)."""
+    s = jnp.asarray(2 * Y - 1) * jnp.asarray(X)
+    return from_logdensity(lambda w: -jnp.sum(jnp.logaddexp(0.0, -w[0] * s)), jnp.zeros(1))
+
+
+def test_probe_finds_infinite_mass_in_one_dimension():
+    t = _flat_logistic()
+    found = probe_unbounded(t, np.array([50.0]), np.array([[10.0]]))
+    assert found is not None and found["direction"] == [1.0]
+    proper = from_logdensity(lambda w: -0.5 * w[0] ** 2, jnp.zeros(1))
+    assert probe_unbounded(proper, np.zeros(1), np.eye(1)) is None
+
+
+def test_fit_says_improper_on_flat_prior_separable_data():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = fit(_flat_logistic(), num_steps=2000)
+    assert not r.stopped["converged"] and r.stopped.get("improper") is not None
+    assert "improper" in r.stopped["reason"]
+
+
+def test_sample_says_improper_on_flat_prior_separable_data():
+    with pytest.raises(TargetError, match="the posterior is improper.*proper prior"):
+        sample(_flat_logistic(), num_steps=100)
+
+
+def _bimodal():
+    return from_logdensity(lambda p: jnp.logaddexp(-0.5 * ((p[0] - 3.0) / 0.5) ** 2,
+                                                   -0.5 * ((p[0] + 3.0) / 0.5) ** 2),
+                           jnp.zeros(1))
+
+
+def test_saddle_named_with_the_modes_on_its_sides():
+    with pytest.warns(RuntimeWarning, match=r"saddle point .* x\[0\] = 0 \(Hessian eigenvalue "
+                                            r"-140 .*two modes, at x\[0\] = -3 and 3"):
+        m = find_mode(_bimodal(), np.zeros(1))
+    assert m.converged and abs(abs(float(m.x[0])) - 3.0) < 1e-3
+
+
+def test_sample_names_the_saddle_not_a_kink():
+    with pytest.warns(RuntimeWarning, match="saddle point"):
+        r = sample(_bimodal(), num_steps=200)
+    assert abs(abs(float(np.mean(r.draws))) - 3.0) < 0.2  # one mode's chains, as warned
+
+
+def _nan_half_line():
+    return from_logdensity(lambda p: jnp.sum(jnp.where(p < 0, jnp.nan, -p)), jnp.ones(1))
+
+
+@pytest.mark.parametrize("route", ["fit", "sample"])
+def test_nan_named_as_nan(route):
+    with pytest.raises(TargetError, match=r"the log density is NaN at x\[0\] = -"):
+        fit(_nan_half_line()) if route == "fit" else sample(_nan_half_line(), num_steps=50)
+
+
+def test_site_search_through_a_flat_prior():
+    pytest.importorskip("numpyro")
+    import numpyro
+    import numpyro.distributions as dist
+
+    from inertia.targets.reparam import find_sites
+
+    def model(y):
+        mu = numpyro.sample("mu", dist.ImproperUniform(dist.constraints.real, (), ()))
+        tau = numpyro.sample("tau", dist.HalfNormal(1.0))
+        theta = numpyro.sample("theta", dist.Normal(mu, tau).expand([8]))
+        numpyro.sample("y", dist.Normal(theta, 1.0), obs=y)
+
+    sites = find_sites(model, (np.arange(8.0),))
+    assert list(sites) == ["theta"] and sites["theta"].parents == ("mu", "tau")
