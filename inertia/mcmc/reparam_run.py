@@ -14,6 +14,8 @@ import dataclasses
 
 import numpy as np
 
+from ..verdict import Verdict
+
 MODES = ("auto", False)
 # `sample`'s arguments handed to the run on the rewritten model (init and the given parameters
 # never are: the rewrite happens under the automatic warm-up without a start only)
@@ -161,10 +163,10 @@ def _diagnose(diagnose_result, target, res, target_accept):
         from .adapt import TARGET_ACCEPT, verdict_problems
 
         acc = TARGET_ACCEPT if target_accept is None else float(target_accept)
-        dg.problems.extend(verdict_problems(res.chains, acc, res.tuning,
-                                            unconverged=bool(dg.problems)))
+        dg.verdict = dg.verdict.merge(Verdict.of(verdict_problems(
+            res.chains, acc, res.tuning, unconverged=not dg.converged)))
     if not dg.converged:
-        _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+        _warnings.warn(f"{m.name}: " + dg.line(), RuntimeWarning)
     return dg
 
 
