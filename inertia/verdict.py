@@ -107,9 +107,9 @@ class Verdict:
         return self.exit_status(allow_unconverged, allow_unreliable)
 
     def to_dict(self) -> dict:
-        """JSON-ready: {"converged", "problems", "numbers", "quality"}."""
+        """JSON-ready: {"converged", "problems", "numbers"} and "quality" where judged."""
         return {"converged": self.converged, "problems": list(self.problems),
-                "numbers": _plain(self.numbers), "quality": self.quality}
+                "numbers": _plain(self.numbers), **({"quality": self.quality} if self.quality else {})}
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "Verdict":

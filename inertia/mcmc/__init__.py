@@ -10,7 +10,8 @@ from .tuning import default_parameters, tune_ess, tune_gaussian
 from .gaussian import chain_statistics
 
 __all__ = [
-    "sample", "SampleOptions", "SampleResult", "REGISTRY", "get_method", "Method", "Params", "Info", "KineticState",
+    "sample", "SampleOptions", "SampleResult", "REGISTRY", "get_method", "Method", "Params", "Info",
+    "KineticState",
     "LangevinState", "hfhr", "hfhr_exact", "ExactState", "ExactInfo", "klmc", "ula", "hfhr_rm", "uld_rm", "GaussianDiagnostics", "StationaryLaw", "affine_map",
     "propagate", "stationary_affine", "w2_gaussian", "nag_sc", "nag_to_hfhr", "hfhr_euler_step",
     "default_parameters", "tune_gaussian", "tune_ess", "chain_statistics",

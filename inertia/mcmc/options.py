@@ -46,6 +46,12 @@ class SampleOptions:
                             f"{', '.join(FIELDS)}")
         return (options or cls()).replace(**keywords)
 
+    @property
+    def manual(self) -> bool:
+        """Whether a kernel parameter is given (no automatic warm-up)."""
+        return any(v is not None for v in (self.step_size, self.gamma, self.alpha,
+                                           self.num_leapfrog))
+
     def replace(self, **changes) -> "SampleOptions":
         return dataclasses.replace(self, **changes)
 

@@ -308,27 +308,19 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
     False: the model as written.
     """
     o = SampleOptions.of(options, keywords)
-    step_size, gamma, alpha, num_leapfrog = o.step_size, o.gamma, o.alpha, o.num_leapfrog
-    thinning, on_divergence, precondition, bias_tol = (o.thinning, o.on_divergence,
-                                                       o.precondition, o.bias_tol)
-    target_ess, max_steps, diagnostics, target_accept = (o.target_ess, o.max_steps,
-                                                         o.diagnostics, o.target_accept)
-    frame, reparam = o.frame, o.reparam
     from . import reparam_run
 
-    sites = reparam_run.applies(target, reparam, init=init, manual=not (
-        step_size is None and gamma is None and alpha is None and num_leapfrog is None))
+    sites = reparam_run.applies(target, o.reparam, init=init, manual=o.manual)
     if sites:
         return reparam_run.sample_reparameterised(
             sample, diagnose_result, target, sites, names=parameter_names(target, names),
-            **{k: v for k, v in locals().items() if k in reparam_run.FORWARDED})
+            method=method, num_chains=num_chains, num_steps=num_steps, seed=seed,
+            progress=progress, options=o)
     m = get_method(method) if isinstance(method, str) else method
-    seed, num_steps, target_ess = _check_args(
-        target, m, num_leapfrog=num_leapfrog, target_accept=target_accept, seed=seed,
-        num_steps=num_steps, target_ess=target_ess, on_divergence=on_divergence,
-        precondition=precondition, num_chains=num_chains, thinning=thinning, init=init)
-    resources.check_draws(num_chains, num_steps, thinning, target.dim)  # before any work
-    warn_long_run(max_steps if target_ess is not None and max_steps else num_steps)
+    seed, num_steps, target_ess = _check_args(target, m, o, seed=seed, num_steps=num_steps,
+                                              num_chains=num_chains, init=init)
+    resources.check_draws(num_chains, num_steps, o.thinning, target.dim)  # before any work
+    warn_long_run(o.max_steps if target_ess is not None and o.max_steps else num_steps)
     names = parameter_names(target, names)
     scheme = get_scheme(m.warmup)  # the registry entry's warm-up
     split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
@@ -336,18 +328,18 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
 
     meter = _cost.Meter().start()  # compile seconds and wall time of this call (`result.cost`)
     bar = progress_bar(f"sample {m.name}", progress)
-    settings = Settings(num_chains, step_size=step_size, gamma=gamma, alpha=alpha,
-                        num_leapfrog=num_leapfrog, target_accept=target_accept,
-                        precondition=precondition, bias_tol=bias_tol, init=init, seed=seed,
-                        frame=frame)
+    settings = Settings(num_chains, step_size=o.step_size, gamma=o.gamma, alpha=o.alpha,
+                        num_leapfrog=o.num_leapfrog, target_accept=o.target_accept,
+                        precondition=o.precondition, bias_tol=o.bias_tol, init=init, seed=seed,
+                        frame=o.frame)
     state, params, w = scheme.run(target, m, split3, settings, bar)  # warm-up
     run = _sample_until_converged(target, m, scheme, state, params, w, split3,
-                                  num_steps=num_steps, thinning=thinning, target_ess=target_ess,
-                                  max_steps=max_steps, names=names, bar=bar, progress=progress)
+                                  num_steps=num_steps, thinning=o.thinning, target_ess=target_ess,
+                                  max_steps=o.max_steps, names=names, bar=bar, progress=progress)
     bar.close()
-    _check_divergence(m, run, thinning, on_divergence)
-    res = _result(target, m, scheme, w, run, thinning=thinning, seed=seed, names=names)
-    if diagnostics:
+    _check_divergence(m, run, o.thinning, o.on_divergence)
+    res = _result(target, m, scheme, w, run, thinning=o.thinning, seed=seed, names=names)
+    if o.diagnostics:
         res.diagnostics = _diagnose(target, m, scheme, w, res, run.judged)
     res.cost = _cost.summary(run_seconds=run.timed[0], gradients=run.timed[1], meter=meter.stop())
     return res
@@ -382,10 +374,12 @@ def rediagnose(target, res: SampleResult, burn_in: float, target_accept=None):
     return dg
 
 
-def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, target_ess,
-                on_divergence, precondition, num_chains, thinning, init) -> tuple:
+def _check_args(target, m, o: SampleOptions, *, seed, num_steps, num_chains, init) -> tuple:
     """Clear errors for invalid arguments; (seed, num_steps, target_ess) with the defaults of a
     run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
+    num_leapfrog, target_accept, target_ess, thinning = (o.num_leapfrog, o.target_accept,
+                                                         o.target_ess, o.thinning)
+    on_divergence, precondition = o.on_divergence, o.precondition
     if num_leapfrog is not None and "num_leapfrog" not in m.uses:
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
     if target_accept is not None and not (
