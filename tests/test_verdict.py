@@ -103,3 +103,17 @@ def test_the_verdict_alone_sets_the_exit_status(verdict, tmp_path, monkeypatch, 
                         + ["--allow-unconverged"]) == 0, argv
     err = capsys.readouterr().err
     assert ("not converged" in err) is (not verdict.converged)
+
+
+def test_one_outcome_shape():
+    """The run's outcome is a `Verdict`: a dict keyed "converged" is written in one place of the
+    package (`Verdict.to_dict`, the JSON every result and file carries), not once per result."""
+    import ast
+    from pathlib import Path
+
+    root = Path(inertia.__file__).parent
+    where = [f"{p.relative_to(root)}:{node.lineno}" for p in sorted(root.rglob("*.py"))
+             for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Dict) and any(
+                 isinstance(k, ast.Constant) and k.value == "converged" for k in node.keys)]
+    assert len(where) == 1 and where[0].startswith("verdict.py:"), where

@@ -44,12 +44,15 @@ class Result:
         models)."""
         return build.SUMMARY[self.kind](self, **kw)
 
+    def verdict_lines(self) -> list:
+        """The table's head: NOT CONVERGED and every problem, when the run did not converge."""
+        return [] if self.converged else [self.verdict.line()]
+
     def table(self, max_rows: Optional[int] = 40) -> str:
         """The summary as aligned text (the least converged `max_rows` parameters), headed by
-        NOT CONVERGED and every problem when the run did not converge."""
+        `verdict_lines()`."""
         dg = getattr(self, "diagnostics", None)
-        body = "" if dg is None else dg.table(max_rows)
-        return body if self.converged else self.verdict.line() + "\n" + body
+        return "\n".join([*self.verdict_lines(), "" if dg is None else dg.table(max_rows)])
 
     def to_arviz(self, **kw):
         """InferenceData: the posterior by site (constrained for NumPyro models) or by name, the

@@ -154,7 +154,7 @@ class FitResult(Result):
     def verdict_lines(self) -> list:
         """NOT CONVERGED and its reason (when the optimiser did not converge), the approximation's
         quality, and which columns are importance-corrected."""
-        out = [] if self.converged else [self.verdict.line()]
+        out = super().verdict_lines()
         if self.quality is not None:
             out.append(self.quality["message"])
             if self.quality.get("corrected"):
