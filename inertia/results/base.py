@@ -69,7 +69,8 @@ class Result:
 
     def _shape(self) -> str:
         c, n, d = self.draws.shape
-        return f"{c} chains x {n} draws, d = {d}"
+        method = getattr(self, "method", None)
+        return (f"{method}: " if method else "") + f"{c} chains x {n} draws, d = {d}"
 
     def __repr__(self) -> str:
         return (f"<{type(self).__name__} {self._shape()}, "
