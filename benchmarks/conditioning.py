@@ -166,9 +166,9 @@ def run_regression(kappa: float, known: bool, what: str, seed: int = 0) -> dict:
         if what == "fit":
             res = fit(t, seed=seed)
             rows = res.summary(num_draws=20000)
-            converged = bool(res.stopped and res.stopped["converged"])
+            converged = res.converged
             extra = {"method": res.method, "updates": int(res.history["step"][-1]),
-                     "reason": res.stopped["reason"] if res.stopped else None}
+                     "reason": res.verdict.numbers.get("stop")}
             if known:
                 c, T = _centring(x)
                 Ti = np.linalg.inv(T)
@@ -273,7 +273,7 @@ def run_gp(what: str, seed: int = 0) -> dict:
             rows = res.summary(num_draws=20000)
             converged = res.converged
             extra = {"method": res.method, "updates": int(res.history["step"][-1]),
-                     "reason": res.stopped["reason"], "final_objective": res.final_objective}
+                     "reason": res.verdict.numbers.get("stop"), "final_objective": res.final_objective}
         else:
             res = sample(t, seed=seed)
             rows = _draw_rows(t, np.asarray(res.draws))

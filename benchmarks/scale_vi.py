@@ -78,7 +78,7 @@ def one(family: str, d: int, method: str, vi_family=None, seed=0, num_steps=None
         row.update(gaussian_family=fam.get("name", "full-rank"), rank=fam.get("rank"),
                    vi_method=r.method,
                    gradients=int(h["grad_evals"][-1]), hvps=int(h["hvp_evals"][-1]),
-                   updates=int(r.num_steps), plateau_step=(r.stopped or {}).get("step"),
+                   updates=int(r.num_steps), plateau_step=r.verdict.numbers.get("step"),
                    F_hat=float(np.ravel(h["objective_estimate"][-1])[0]),
                    F_hat_stderr=float(np.ravel(h["objective_stderr"][-1])[0]),
                    khat=(r.quality or {}).get("khat"), verdict=r.verdict.line(),

@@ -133,7 +133,7 @@ def run(name, vi_method=None, with_sample=True):
         t0 = time.perf_counter()
         r = fit(t, vi_method, seed=0)
         row["fit_s"] = time.perf_counter() - t0
-    row["fit_stopped"] = (r.stopped or {}).get("reason")
+    row["fit_stopped"] = r.verdict.numbers.get("stop")
     row["fit_method"] = r.method
     row["fit_objective"] = r.final_objective
     q = r.constrain(np.random.default_rng(0).multivariate_normal(r.mean, r.cov, size=4000))

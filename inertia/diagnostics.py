@@ -16,6 +16,7 @@ import numpy as np
 
 from .convergence import (ESS_MIN, ONE_CHAIN, RHAT_MAX, chain_stats,  # noqa: F401
                           quiet_arviz_notice)
+from .verdict import Verdict
 
 
 def default_names(dim: int, prefix: str = "x") -> list:
@@ -27,8 +28,9 @@ class Diagnostics:
     """Per-parameter summary (mean, sd, 5 %/95 % quantiles, R-hat, ESS, MCSE) and the run's verdict.
 
     `nonfinite_draws` counts draws with a non-finite coordinate, `nonfinite_potential` draws where the
-    potential is not finite, `nonfinite_grad` steps whose gradient was not finite; `problems` lists
-    every reason the run is not to be trusted (empty: converged).
+    potential is not finite, `nonfinite_grad` steps whose gradient was not finite; `verdict` (an
+    `inertia.verdict.Verdict`) has every reason the run is not to be trusted and the worst R-hat,
+    least ESS and non-finite counts behind them.
     """
 
     names: list
@@ -46,13 +48,13 @@ class Diagnostics:
     nonfinite_draws: int = 0
     nonfinite_potential: int = 0
     nonfinite_grad: int = 0
-    problems: list = dataclasses.field(default_factory=list)
     rhat_max: float = RHAT_MAX
     ess_min: float = ESS_MIN
+    verdict: Optional[Verdict] = None
 
     @property
     def converged(self) -> bool:
-        return not self.problems
+        return self.verdict.converged
 
     @property
     def worst_rhat(self) -> float:
@@ -97,33 +99,25 @@ class Diagnostics:
             lines.append(f"... {len(self.names)} parameters (none shown: max_rows = 0)")
         return "\n".join(lines)
 
-    def verdict(self) -> str:
-        """One line: converged, or every reason it is not."""
+    def line(self, verdict: Optional[Verdict] = None) -> str:
+        """One line: the chains, draws, worst R-hat and least ESS, then converged, or every reason
+        it is not (of `verdict`, default this one)."""
+        v = self.verdict if verdict is None else verdict
         rhat = (f"max R-hat {self.worst_rhat:.3f}" if self.num_chains > 1 else ONE_CHAIN)
         head = (f"{self.num_chains} chain{'s' if self.num_chains > 1 else ''} x {self.num_draws} "
                 f"draws; {rhat}, min bulk ESS {self.min_ess_bulk:.0f}, min tail ESS "
                 f"{self.min_ess_tail:.0f}")
-        if self.converged:
+        if v.converged:
             rule = (f"R-hat <= {self.rhat_max:.2f}, " if self.num_chains > 1 else "") + \
                 f"bulk ESS >= {self.ess_min:.0f}"
             return head + f": converged ({rule})"
-        return head + ": NOT CONVERGED: " + "; ".join(self.problems)
-
-    def as_verdict(self):
-        """The `inertia.verdict.Verdict` of these diagnostics: `problems`, and the worst R-hat,
-        least ESS and non-finite counts behind them."""
-        from .verdict import Verdict
-
-        return Verdict.of(self.problems, max_rhat=self.worst_rhat, min_ess_bulk=self.min_ess_bulk,
-                          min_ess_tail=self.min_ess_tail, num_chains=self.num_chains,
-                          num_draws=self.num_draws, nonfinite_draws=self.nonfinite_draws,
-                          nonfinite_potential=self.nonfinite_potential,
-                          nonfinite_grad=self.nonfinite_grad)
+        return head + ": " + v.line()
 
     def to_dict(self) -> dict:
         d = {k: v.tolist() if isinstance(v, np.ndarray) else v
-             for k, v in dataclasses.asdict(self).items()}
-        d.update(converged=self.converged, max_rhat=self.worst_rhat, min_ess_bulk=self.min_ess_bulk,
+             for k, v in dataclasses.asdict(self).items() if k != "verdict"}
+        d.update(converged=self.converged, problems=list(self.verdict.problems),
+                 max_rhat=self.worst_rhat, min_ess_bulk=self.min_ess_bulk,
                  min_ess_tail=self.min_ess_tail)
         return d
 
@@ -176,16 +170,21 @@ def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potentia
         problems.append(f"bulk ESS < {ess_min:g} for {len(bad_e)} of {d} parameters (min "
                         f"{np.nanmin(e) if np.isfinite(e).any() else np.nan:.0f}: "
                         f"{', '.join(bad_e[:5])}{', ...' if len(bad_e) > 5 else ''})")
-    return Diagnostics(names=names, mean=mean, sd=sd, q05=q05, q95=q95, num_chains=c, num_draws=n,
-                       nonfinite_draws=int(bad_rows.sum()), nonfinite_potential=int(nonfinite_potential),
-                       nonfinite_grad=int(nonfinite_grad), problems=problems, rhat_max=rhat_max,
-                       ess_min=ess_min, **stats)
+    dg = Diagnostics(names=names, mean=mean, sd=sd, q05=q05, q95=q95, num_chains=c, num_draws=n,
+                     nonfinite_draws=int(bad_rows.sum()), nonfinite_potential=int(nonfinite_potential),
+                     nonfinite_grad=int(nonfinite_grad), rhat_max=rhat_max, ess_min=ess_min, **stats)
+    dg.verdict = Verdict.of(problems, max_rhat=dg.worst_rhat, min_ess_bulk=dg.min_ess_bulk,
+                            min_ess_tail=dg.min_ess_tail, num_chains=c, num_draws=n,
+                            nonfinite_draws=dg.nonfinite_draws,
+                            nonfinite_potential=dg.nonfinite_potential,
+                            nonfinite_grad=dg.nonfinite_grad)
+    return dg
 
 
 def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int] = 40) -> str:
     """Printable table (mean, sd, 5 %/95 %, MCSE, R-hat, bulk/tail ESS) and verdict of draws."""
     dg = diagnose(draws, names)
-    return dg.table(max_rows) + "\n" + dg.verdict()
+    return dg.table(max_rows) + "\n" + dg.line()
 
 
 def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> int:

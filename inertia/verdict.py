@@ -1,8 +1,11 @@
 """`Verdict`: whether a run is to be trusted, every reason it is not, and the numbers behind them.
 
 Every result carries one (`FitResult.verdict`, `SampleResult.verdict`, `CalibrationResult.verdict`,
-`LoadedResult.verdict`); tables, JSON, `to_arviz()` attributes and the command line's exit status
-read it. A verdict is immutable: `with_problem` and `merge` return new ones, so a further check
+`LoadedResult.verdict`); it is the only outcome of a run: a fit's stop (`numbers["stop"]`, the
+step and the figures its rule compared), the Gaussian's quality (`quality`, with Pareto k-hat and
+PSIS ESS among the numbers), the chains' diagnostics, a calibration's covariance check and an
+escalation to the sampler. Tables, JSON, `to_arviz()` attributes and the command line's exit
+status read it. A verdict is immutable: `with_problem` and `merge` return new ones, so a further check
 adds its reason and numbers without touching the code that made the first.
 """
 from __future__ import annotations
@@ -29,11 +32,15 @@ def _plain(v):
 @dataclasses.dataclass(frozen=True)
 class Verdict:
     """converged: no problem was found; problems: each reason in plain language; numbers: the
-    figures the checks compared with their thresholds (R-hat, ESS, divergences, ...)."""
+    figures the checks compared with their thresholds (R-hat, ESS, divergences, a fit's stop:
+    `stop` the reason, `step`, ...); quality: a fitted Gaussian's quality as an answer
+    ("adequate", "usable with correction", "unreliable": `vi.quality`; None where not judged),
+    beside `converged`, which is the optimiser's."""
 
     converged: bool
     problems: tuple = ()
     numbers: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    quality: Optional[str] = None
 
     def __post_init__(self):
         object.__setattr__(self, "problems", tuple(str(p) for p in self.problems))
@@ -47,11 +54,12 @@ class Verdict:
 
     def with_problem(self, problem: str, **numbers) -> "Verdict":
         """This verdict with one more reason not to trust the run (and its numbers)."""
-        return Verdict(False, self.problems + (problem,), {**self.numbers, **numbers})
+        return dataclasses.replace(self, converged=False, problems=self.problems + (problem,),
+                                   numbers={**self.numbers, **numbers})
 
     def with_numbers(self, **numbers) -> "Verdict":
         """This verdict with more numbers and no new problem."""
-        return Verdict(self.converged, self.problems, {**self.numbers, **numbers})
+        return dataclasses.replace(self, numbers={**self.numbers, **numbers})
 
     def merge(self, *others: "Verdict") -> "Verdict":
         """One verdict of several checks: converged when all are, every problem, all numbers."""
@@ -59,7 +67,7 @@ class Verdict:
         for o in others:
             if o is not None:
                 out = Verdict(out.converged and o.converged, out.problems + o.problems,
-                              {**out.numbers, **o.numbers})
+                              {**out.numbers, **o.numbers}, out.quality or o.quality)
         return out
 
     def line(self) -> str:
@@ -68,13 +76,18 @@ class Verdict:
             return "converged"
         return "NOT CONVERGED: " + ("; ".join(self.problems) or "no verdict")
 
-    def exit_status(self, allow_unconverged: bool = False) -> int:
-        """The command line's exit status: 0, or 3 when not converged (0 if allowed)."""
-        return EXIT_OK if self.converged or allow_unconverged else EXIT_UNCONVERGED
+    def exit_status(self, allow_unconverged: bool = False, allow_unreliable: bool = False) -> int:
+        """The command line's exit status: 0; 3 when not converged, 4 when converged to an
+        unreliable Gaussian (0 where allowed)."""
+        if not self.converged:
+            return EXIT_OK if allow_unconverged else EXIT_UNCONVERGED
+        return EXIT_UNRELIABLE if self.quality == "unreliable" and not allow_unreliable else EXIT_OK
 
-    def exit(self, allow_unconverged: bool, what: str, advice: str) -> int:
+    def exit(self, allow_unconverged: bool, what: str, advice: str,
+             allow_unreliable: bool = False) -> int:
         """The command line's ending: say on stderr that `what` ("the fit has") not converged and
-        what to do (`advice`); return `exit_status(allow_unconverged)`."""
+        what to do (`advice`), or that a converged fit's Gaussian is unreliable; return
+        `exit_status(allow_unconverged, allow_unreliable)`."""
         if not self.converged:
             if allow_unconverged:
                 print(f"warning: {what} not converged (see above); exit status 0 because of "
@@ -83,44 +96,25 @@ class Verdict:
                 print(f"error: {what} not converged (see above): the numbers are not to be "
                       f"trusted. {advice}, or pass --allow-unconverged to exit with status 0",
                       file=sys.stderr)
-        return self.exit_status(allow_unconverged)
+        elif self.quality == "unreliable":
+            if allow_unreliable:
+                print("warning: the Gaussian is an unreliable approximation (see above); exit "
+                      "status 0 because of --allow-unreliable", file=sys.stderr)
+            else:
+                print("error: the fit converged but the Gaussian is an unreliable approximation "
+                      "of this posterior (Pareto k-hat > 0.7, see above): run `inertia sample`, "
+                      "or pass --allow-unreliable to exit with status 0", file=sys.stderr)
+        return self.exit_status(allow_unconverged, allow_unreliable)
 
     def to_dict(self) -> dict:
-        """JSON-ready: {"converged", "problems", "numbers"}."""
+        """JSON-ready: {"converged", "problems", "numbers"} and "quality" where judged."""
         return {"converged": self.converged, "problems": list(self.problems),
-                "numbers": _plain(self.numbers)}
+                "numbers": _plain(self.numbers), **({"quality": self.quality} if self.quality else {})}
 
     @classmethod
-    def from_dict(cls, d: Optional[Mapping]) -> "Verdict":
-        """The verdict `to_dict` wrote (also older files: a `converged` flag with `problems`,
-        `reason`, `stopped` or `warning`)."""
-        d = dict(d or {})
-        problems = list(d.get("problems") or [])
-        stopped = d.get("stopped") if isinstance(d.get("stopped"), Mapping) else None
-        if not problems and stopped is not None and not stopped.get("converged"):
-            problems.append(str(stopped.get("reason") or "not converged"))
-        if d.get("warning") and d["warning"] not in problems:
-            problems.append(str(d["warning"]))
-        conv = d.get("converged")
-        if conv is None and not problems:
-            problems.append("no verdict was recorded")
-        elif conv is False and not problems:
-            problems.append("not converged")
-        numbers = dict(d.get("numbers") or {})
-        for k in ("max_z", "z_threshold", "max_rhat", "min_ess_bulk", "min_ess_tail"):
-            if k in d and k not in numbers:
-                numbers[k] = d[k]
-        return cls(bool(conv) and not problems, tuple(problems), numbers)
-
-    # read-only mapping access, for code that read the older dict verdicts ("verdict": the line)
-    def __getitem__(self, key):
-        return {**self.to_dict(), "verdict": self.line()}[key]
-
-    def get(self, key, default=None):
-        try:
-            return self[key]
-        except KeyError:
-            return default
+    def from_dict(cls, d: Mapping) -> "Verdict":
+        """The verdict `to_dict` wrote."""
+        return cls(d["converged"], tuple(d["problems"]), d["numbers"], d.get("quality"))
 
 
 __all__ = ["Verdict", "EXIT_OK", "EXIT_UNCONVERGED", "EXIT_UNRELIABLE"]

@@ -327,8 +327,8 @@ def test_one_chain_is_judged_by_ess_alone():
 
     draws = np.random.default_rng(0).normal(size=(1, 2000, 3))
     dg = diagnose(draws)
-    assert np.all(np.isnan(dg.rhat)) and dg.converged, dg.problems
-    assert ONE_CHAIN in dg.verdict() and "<-" not in dg.table()
+    assert np.all(np.isnan(dg.rhat)) and dg.converged, dg.verdict
+    assert ONE_CHAIN in dg.line() and "<-" not in dg.table()
     j = StopRule(400.0).judge(draws)
     assert j.met and np.isnan(j.rhat) and j.ess == pytest.approx(dg.min_ess_bulk)
     assert not StopRule(1e5).judge(draws).met
@@ -342,8 +342,8 @@ def test_one_chain_sample_stops_at_the_ess_rule():
 
     res = sample(kappa_family(3, 10.0), "hfhr", step_size=0.2, gamma=1.0, alpha=0.1,
                  num_chains=1, num_steps=1000, target_ess=200, max_steps=100_000)
-    assert res.num_steps < 100_000 and res.diagnostics.converged, res.diagnostics.verdict()
-    assert "R-hat needs two or more chains" in res.diagnostics.verdict()
+    assert res.num_steps < 100_000 and res.diagnostics.converged, res.diagnostics.line()
+    assert "R-hat needs two or more chains" in res.diagnostics.line()
 
 
 def test_seeds_alike_in_every_entry_point():

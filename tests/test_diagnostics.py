@@ -42,7 +42,7 @@ def test_agrees_with_arviz_summary():
         assert np.all(np.abs(ratio - 1.0) < 0.03), (col, ratio)
     np.testing.assert_allclose(dg.q05, np.quantile(x.reshape(-1, 3), 0.05, axis=0))
     assert dg.rhat[2] > 1.02 and not dg.converged
-    assert any(p.startswith("R-hat > 1.01") and p.endswith("c)") for p in dg.problems)
+    assert any(p.startswith("R-hat > 1.01") and p.endswith("c)") for p in dg.verdict.problems)
 
 
 def test_ess_of_ar1_chains_matches_theory():
@@ -59,12 +59,12 @@ def test_few_effective_draws_and_nonfinite_are_not_converged():
     rng = np.random.default_rng(3)
     slow = _ar1(rng, 0.995, (4, 400, 1))
     dg = diagnose(slow)
-    assert not dg.converged and any("bulk ESS < 100" in p for p in dg.problems)
+    assert not dg.converged and any("bulk ESS < 100" in p for p in dg.verdict.problems)
     x = rng.normal(size=(2, 300, 2))
     dg = diagnose(x, nonfinite_potential=30)
-    assert not dg.converged and "not finite at 30 of 600 draws (5.0 %)" in dg.problems[0]
+    assert not dg.converged and "not finite at 30 of 600 draws (5.0 %)" in dg.verdict.problems[0]
     x[1, 200:] = np.nan
-    assert any("100 of 600 draws are not finite" in p for p in diagnose(x).problems)
+    assert any("100 of 600 draws are not finite" in p for p in diagnose(x).verdict.problems)
 
 
 def test_constant_coordinates_are_not_judged():
@@ -74,11 +74,11 @@ def test_constant_coordinates_are_not_judged():
     x = np.concatenate([rng.normal(size=(4, 2000, 2)), np.ones((4, 2000, 1)),
                         np.zeros((4, 2000, 1))], axis=2)
     dg = diagnose(x, ["a", "b", "L[0,0]", "L[0,1]"])
-    assert np.isnan(dg.rhat[2]) and dg.converged, dg.problems
+    assert np.isnan(dg.rhat[2]) and dg.converged, dg.verdict.problems
     x[..., 1] = _ar1(rng, 0.995, (4, 2000, 1))[..., 0]
     dg = diagnose(x, ["a", "b", "L[0,0]", "L[0,1]"])
-    assert not dg.converged and all("L[0" not in p for p in dg.problems)
-    assert any("b" in p for p in dg.problems)
+    assert not dg.converged and all("L[0" not in p for p in dg.verdict.problems)
+    assert any("b" in p for p in dg.verdict.problems)
 
 
 def test_count_nonfinite_potential():

@@ -240,10 +240,8 @@ def test_one_api_shape(sampled, fitted):
     rhat = max(r["r_hat"] for r in sampled.summary())
     assert sampled.converged == (rhat <= 1.01 and min(r["ess_bulk"] for r in sampled.summary())
                                  >= 100)
-    assert fitted.converged == bool(fitted.stopped["converged"])
-    with pytest.warns(DeprecationWarning, match="attribute"):
-        old = sampled.mean(0.5)  # the old method call, for one release
-    np.testing.assert_allclose(old, sampled.moments(0.5)[0])
+    assert fitted.converged == fitted.verdict.converged
+    assert type(sampled.mean) is np.ndarray  # a plain array (no method call)
     np.testing.assert_allclose(sampled.mean, sampled.draws.mean(axis=(0, 1)))  # after warm-up
 
 

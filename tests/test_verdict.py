@@ -1,5 +1,6 @@
 """One `Verdict` type on every result (fit, sample, calibrate, load), and it alone sets the command
 line's exit status."""
+import dataclasses
 import json
 import warnings
 
@@ -10,7 +11,7 @@ import inertia
 from inertia.verdict import Verdict
 
 
-def test_verdict_algebra_and_old_files():
+def test_verdict_algebra_and_json():
     ok = Verdict.of(max_rhat=1.0)
     assert ok.converged and ok.problems == () and ok.line() == "converged"
     bad = ok.with_problem("k-hat 0.9 > 0.7", khat=0.9)
@@ -22,13 +23,11 @@ def test_verdict_algebra_and_old_files():
     assert Verdict(True, ["a problem"]).converged is False  # a problem is never converged
     assert (ok.exit_status(), bad.exit_status(), bad.exit_status(True)) == (0, 3, 0)
     assert Verdict.from_dict(json.loads(json.dumps(both.to_dict()))) == both
-    # verdicts older files carry: a fit's stop record, a calibration's warning, a missing flag
-    old_fit = {"converged": False, "stopped": {"converged": False, "reason": "NOT CONVERGED: x"}}
-    assert Verdict.from_dict(old_fit).problems == ("NOT CONVERGED: x",)
-    assert Verdict.from_dict({"converged": True, "warning": "cov off", "max_z": 9.0}).numbers == {
-        "max_z": 9.0}
-    assert not Verdict.from_dict({"converged": True, "warning": "cov off"}).converged
-    assert not Verdict.from_dict({}).converged
+    # a converged fit's Gaussian judged unreliable: exit status 4 (0 when allowed), still converged
+    poor = dataclasses.replace(ok, quality="unreliable")
+    assert poor.converged and (poor.exit_status(), poor.exit_status(False, True)) == (4, 0)
+    assert Verdict.from_dict(json.loads(json.dumps(poor.to_dict()))) == poor
+    assert bad.merge(poor).quality == "unreliable" and bad.merge(poor).exit_status() == 3
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +84,9 @@ def test_the_verdict_alone_sets_the_exit_status(verdict, tmp_path, monkeypatch, 
     from inertia.sgmcmc.calibrate import CalibrationResult
     from inertia.vi.result import FitResult
 
-    for cls in (FitResult, SampleResult, CalibrationResult):
-        monkeypatch.setattr(cls, "verdict", property(lambda self: verdict))
+    for cls in (FitResult, SampleResult, CalibrationResult):  # FitResult's: set by the run, kept
+        monkeypatch.setattr(cls, "verdict", property(lambda self: verdict, lambda self, v: None),
+                            raising=False)
     csv = _csv(tmp_path)
     runs = [["fit", "--model", "gaussian-kappa", "--dim", "2", "--steps", "50"],
             ["sample", "--model", "gaussian-kappa", "--dim", "2", "--method", "hfhr",
@@ -103,3 +103,17 @@ def test_the_verdict_alone_sets_the_exit_status(verdict, tmp_path, monkeypatch, 
                         + ["--allow-unconverged"]) == 0, argv
     err = capsys.readouterr().err
     assert ("not converged" in err) is (not verdict.converged)
+
+
+def test_one_outcome_shape():
+    """The run's outcome is a `Verdict`: a dict keyed "converged" is written in one place of the
+    package (`Verdict.to_dict`, the JSON every result and file carries), not once per result."""
+    import ast
+    from pathlib import Path
+
+    root = Path(inertia.__file__).parent
+    where = [f"{p.relative_to(root)}:{node.lineno}" for p in sorted(root.rglob("*.py"))
+             for node in ast.walk(ast.parse(p.read_text()))
+             if isinstance(node, ast.Dict) and any(
+                 isinstance(k, ast.Constant) and k.value == "converged" for k in node.keys)]
+    assert len(where) == 1 and where[0].startswith("verdict.py:"), where

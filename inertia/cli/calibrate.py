@@ -137,10 +137,7 @@ def report(args, res, model, params) -> int:
     print(f"forward check |Sigma(Lambda) - Sigma*| = {res.tuning.forward_error:.2e}; "
           f"worst IAT {res.iat.worst:.1f} iterations; ||emp - target||_F/||target||_F = "
           f"{js['cov_error_vs_target']:.3f}")
-    if dg is not None:
-        print(dg.verdict())
-    if res.warning:
-        print(f"warning: {res.warning}", file=sys.stderr)
+    print(dg.line(res.verdict) if dg is not None else res.verdict.line())
     if args.json:
         from inertia._json import dump_json
 

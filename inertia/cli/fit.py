@@ -143,21 +143,9 @@ def run(args) -> int:
 
         plot_fit(res, args.plot)
         print(f"wrote {args.plot}")
-    if not res.converged:
-        advice = ("The target is improper: give every parameter a proper prior (or check the "
-                  "data for separation)" if "improper" in (res.stopped or {}) else
-                  "Raise --steps, check the model")
-        return res.verdict.exit(getattr(args, "allow_unconverged", False), "the fit has", advice)
-    if res.quality is not None and res.quality["verdict"] == "unreliable":
-        if getattr(args, "allow_unreliable", False):
-            print("warning: the Gaussian is an unreliable approximation (see above); exit status "
-                  "0 because of --allow-unreliable", file=sys.stderr)
-            return 0
-        print("error: the fit converged but the Gaussian is an unreliable approximation of this "
-              "posterior (Pareto k-hat > 0.7, see above): run `inertia sample`, or pass "
-              "--allow-unreliable to exit with status 0", file=sys.stderr)
-        from inertia.verdict import EXIT_UNRELIABLE
-
-        return EXIT_UNRELIABLE
-    return 0
+    advice = ("The target is improper: give every parameter a proper prior (or check the data "
+              "for separation)" if "improper" in res.verdict.numbers else
+              "Raise --steps, check the model")
+    return res.verdict.exit(getattr(args, "allow_unconverged", False), "the fit has", advice,
+                            getattr(args, "allow_unreliable", False))
 

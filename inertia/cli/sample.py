@@ -76,10 +76,9 @@ def _run(args) -> int:
            "chains": res.num_chains, "steps": res.num_steps, "thinning": res.thinning,
            "burn_in": res.burn_in_default, "grad_evals": res.grad_evals,
            "warmup_grad_evals": res.warmup_grad_evals,
-           "grad_evals_total": res.total_grad_evals, "total_grad_evals": res.total_grad_evals,
+           "total_grad_evals": res.total_grad_evals,
            "names": res.names, "mean": mean, "cov": cov, "tuning": res.tuning, "bias": res.bias,
-           "converged": res.converged, "problems": list(res.verdict.problems),
-           "verdict": res.verdict.line(), "cost": res.cost,
+           **res.verdict_dict(), "cost": res.cost,
             "diagnostics": dg.to_dict() if dg is not None else None,
             "summary": res.summary() if dg is not None else None,
             "reparam": res.reparam}

@@ -15,12 +15,9 @@ import warnings
 
 import numpy as np
 
+from ..verdict import Verdict
+
 MODES = ("auto", False)
-# `sample`'s arguments handed to the run on the rewritten model (init and the given parameters
-# never are: the rewrite happens under the automatic warm-up without a start only)
-FORWARDED = ("method", "num_chains", "num_steps", "seed", "thinning", "on_divergence", "progress",
-             "precondition", "bias_tol", "target_ess", "max_steps", "diagnostics",
-             "target_accept", "frame")
 
 
 def check_mode(reparam):
@@ -70,15 +67,16 @@ def choose(target, sites, *, seed=0):
     return reparameterise(target, sites, c, seed=seed), int(grads), how
 
 
-def sample_reparameterised(sample, diagnose, target, sites, *, names, seed=0, **kw):
+def sample_reparameterised(sample, diagnose, target, sites, *, names, options, seed=0, **kw):
     """`sample(...)` on the rewritten model, the result in the original sites' coordinates
-    (`names`: theirs; `diagnose`: `sample.diagnose_result`, passed in by the caller)."""
+    (`names`: theirs; `diagnose`: `sample.diagnose_result`, passed in by the caller; `options`:
+    the call's `SampleOptions`, without a start or given parameters)."""
     rep, grads, how = choose(target, sites, seed=seed)
-    diagnostics = kw.pop("diagnostics", True)
-    res = sample(rep.target, seed=seed, reparam=False, diagnostics=False, names=names, **kw)
+    res = sample(rep.target, seed=seed, names=names, **kw,
+                 options=options.replace(reparam=False, diagnostics=False))
     return in_original(res, target, rep, grads, how, names=names,
-                       diagnose=diagnose if diagnostics else None,
-                       target_accept=kw.get("target_accept"))
+                       diagnose=diagnose if options.diagnostics else None,
+                       target_accept=options.target_accept)
 
 
 def in_original(res, target, rep, grads, how, *, names, diagnose=None, target_accept=None):
@@ -165,10 +163,10 @@ def _diagnose(diagnose_result, target, res, target_accept):
         from .adapt import TARGET_ACCEPT, verdict_problems
 
         acc = TARGET_ACCEPT if target_accept is None else float(target_accept)
-        dg.problems.extend(verdict_problems(res.chains, acc, res.tuning,
-                                            unconverged=bool(dg.problems)))
+        dg.verdict = dg.verdict.merge(Verdict.of(verdict_problems(
+            res.chains, acc, res.tuning, unconverged=not dg.converged)))
     if not dg.converged:
-        _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+        _warnings.warn(f"{m.name}: " + dg.line(), RuntimeWarning)
     return dg
 
 

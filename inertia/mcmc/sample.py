@@ -15,14 +15,17 @@ from .. import convergence
 from .._random import check_seed
 from .._scope import entry_point, float64_methods
 from ..progress import warn_long_run
+from ..results.base import Result
+from ..verdict import Verdict
 from . import blocks
 from .adaptation import Report, Settings, get_scheme
 from .kernels import Params, get_method
+from .options import SampleOptions
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
-@dataclasses.dataclass
-class SampleResult:
+@dataclasses.dataclass(repr=False)
+class SampleResult(Result):
     """Draws shaped (chain, draw, dim), per-step info shaped (chain, step), and the run's settings.
 
     `grad_evals` counts gradient evaluations per chain of the sampling run (the initial gradient
@@ -59,17 +62,21 @@ class SampleResult:
     chains: Optional[dict] = None
     reparam: Optional[dict] = None  # sites rewritten and their centredness (mcmc.reparam_run)
     cost: Optional[dict] = None  # seconds per gradient of the sampling phase, compile, memory (_cost)
+    fit: object = None  # the fit an escalation started from (`vi.escalate`)
+    escalated: Optional[str] = None  # why an escalation ran the sampler (`vi.escalate`)
+    kind = "sample"
 
     @property
-    def verdict(self):
+    def verdict(self) -> Verdict:
         """The run's `inertia.verdict.Verdict`: the diagnostics' problems (R-hat, ESS, non-finite
-        draws, the exact kernel's divergences and acceptance) and the numbers behind them."""
-        from ..verdict import Verdict
-
+        draws, the exact kernel's divergences and acceptance), the numbers behind them, and why
+        an escalation from a fit ran the sampler."""
         if self.diagnostics is None:
             return Verdict(False, ("not diagnosed (too few draws after burn-in, or "
                                    "diagnostics=False)",))
-        v = self.diagnostics.as_verdict()
+        v = self.diagnostics.verdict
+        if self.escalated:
+            v = v.with_numbers(escalated=self.escalated)
         if self.chains:
             v = v.with_numbers(divergences=int(np.sum(self.chains["divergences"])),
                                min_acceptance_rate=float(np.min(self.chains["acceptance_rate"])))
@@ -77,11 +84,6 @@ class SampleResult:
             v = v.with_numbers(reparameterised={k: s["centredness"]
                                                 for k, s in self.reparam["sites"].items()})
         return v
-
-    @property
-    def converged(self) -> bool:
-        """`verdict.converged`."""
-        return self.verdict.converged
 
     @property
     def num_chains(self) -> int:
@@ -104,17 +106,12 @@ class SampleResult:
     @property
     def mean(self) -> np.ndarray:
         """Mean of the kept draws in the unconstrained coordinates (`names`)."""
-        from ..results.api import callable_array
-
-        return callable_array(self._kept(None).mean(axis=(0, 1)),
-                              lambda b=None: self._kept(b).mean(axis=(0, 1)), "mean")
+        return self._kept(None).mean(axis=(0, 1))
 
     @property
     def cov(self) -> np.ndarray:
         """Covariance of the kept draws in the unconstrained coordinates."""
-        from ..results.api import callable_array
-
-        return callable_array(self.moments()[1], lambda b=None: self.moments(b)[1], "cov")
+        return self.moments()[1]
 
     def ess(self, burn_in=None) -> np.ndarray:
         """Bulk effective sample size per coordinate of the kept draws (the rank-normalised
@@ -150,44 +147,8 @@ class SampleResult:
         if self.cost:
             lines.append(_cost.describe(self.cost))
         if self.diagnostics is not None:
-            lines.append(self.diagnostics.verdict())
+            lines.append(self.diagnostics.line(self.verdict))
         return "\n".join(lines)
-
-    def summary(self) -> list:
-        """Rows {name, mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail} of the printed table."""
-        from ..results.build import sample_summary
-
-        return sample_summary(self)
-
-    def table(self, max_rows: Optional[int] = 40) -> str:
-        """The summary as aligned text."""
-        return self.diagnostics.table(max_rows) if self.diagnostics is not None else ""
-
-    def to_arviz(self, log_likelihood: bool = True):
-        """InferenceData: posterior by site, constrained (NumPyro models) or by name, of the kept
-        draws (burn-in in warmup_posterior); sample_stats; log_likelihood and observed_data for
-        NumPyro models (`inertia.results.build`)."""
-        from ..results.build import sample_to_arviz
-
-        return sample_to_arviz(self, log_likelihood=log_likelihood)
-
-    def save(self, path, **kw):
-        """Write the InferenceData (`to_arviz(**kw)`), settings and verdict as netCDF
-        (`inertia.load` reads it)."""
-        from ..results.store import save
-
-        return save(self, path, **kw)
-
-    def predictive(self, rng_key, *model_args, **kwargs) -> dict:
-        """Posterior predictive draws by site (NumPyro's Predictive; `inertia.results.predictive`)."""
-        from ..results.predictive import predictive
-
-        return predictive(self, rng_key, *model_args, **kwargs)
-
-    def __repr__(self) -> str:
-        from ..results.api import sample_repr
-
-        return sample_repr(self)
 
 
 @functools.lru_cache(maxsize=8)
@@ -299,14 +260,13 @@ MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance af
 
 
 @entry_point("sample")  # float64, one BLAS thread, fewer GC passes, the target's compile tier
-def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, alpha=None,
-           num_leapfrog=None, num_chains: int = 4, num_steps: Optional[int] = None, seed: int = 0,
-           thinning: int = 1, init=None, on_divergence: str = "raise", progress: bool = False,
-           precondition: str = "auto", bias_tol: float = 0.03, target_ess: Optional[float] = None,
-           max_steps: Optional[int] = None, names=None, diagnostics: bool = True,
-           target_accept: Optional[float] = None, frame: str = "auto",
-           reparam="auto") -> SampleResult:
+def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
+           num_steps: Optional[int] = None, seed: int = 0, init=None, progress: bool = False,
+           names=None, options: Optional[SampleOptions] = None, **keywords) -> SampleResult:
     """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
+
+    `options` (a `SampleOptions`) holds the switches below; each of its fields may also be given
+    by keyword (`sample(t, step_size=0.1, thinning=2)`), overriding `options`.
 
     Validate, warm up (the scheme the method's registry entry names, `Method.warmup`:
     `inertia.mcmc.adaptation`), run until converged, diagnose, return the result.
@@ -347,21 +307,20 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
     original sites, and `result.reparam` says what was rewritten (`inertia.mcmc.reparam_run`).
     False: the model as written.
     """
+    o = SampleOptions.of(options, keywords)
     from . import reparam_run
 
-    sites = reparam_run.applies(target, reparam, init=init, manual=not (
-        step_size is None and gamma is None and alpha is None and num_leapfrog is None))
+    sites = reparam_run.applies(target, o.reparam, init=init, manual=o.manual)
     if sites:
         return reparam_run.sample_reparameterised(
             sample, diagnose_result, target, sites, names=parameter_names(target, names),
-            **{k: v for k, v in locals().items() if k in reparam_run.FORWARDED})
+            method=method, num_chains=num_chains, num_steps=num_steps, seed=seed,
+            progress=progress, options=o)
     m = get_method(method) if isinstance(method, str) else method
-    seed, num_steps, target_ess = _check_args(
-        target, m, num_leapfrog=num_leapfrog, target_accept=target_accept, seed=seed,
-        num_steps=num_steps, target_ess=target_ess, on_divergence=on_divergence,
-        precondition=precondition, num_chains=num_chains, thinning=thinning, init=init)
-    resources.check_draws(num_chains, num_steps, thinning, target.dim)  # before any work
-    warn_long_run(max_steps if target_ess is not None and max_steps else num_steps)
+    seed, num_steps, target_ess = _check_args(target, m, o, seed=seed, num_steps=num_steps,
+                                              num_chains=num_chains, init=init)
+    resources.check_draws(num_chains, num_steps, o.thinning, target.dim)  # before any work
+    warn_long_run(o.max_steps if target_ess is not None and o.max_steps else num_steps)
     names = parameter_names(target, names)
     scheme = get_scheme(m.warmup)  # the registry entry's warm-up
     split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
@@ -369,18 +328,18 @@ def sample(target, method: str = DEFAULT_METHOD, *, step_size=None, gamma=None, 
 
     meter = _cost.Meter().start()  # compile seconds and wall time of this call (`result.cost`)
     bar = progress_bar(f"sample {m.name}", progress)
-    settings = Settings(num_chains, step_size=step_size, gamma=gamma, alpha=alpha,
-                        num_leapfrog=num_leapfrog, target_accept=target_accept,
-                        precondition=precondition, bias_tol=bias_tol, init=init, seed=seed,
-                        frame=frame)
+    settings = Settings(num_chains, step_size=o.step_size, gamma=o.gamma, alpha=o.alpha,
+                        num_leapfrog=o.num_leapfrog, target_accept=o.target_accept,
+                        precondition=o.precondition, bias_tol=o.bias_tol, init=init, seed=seed,
+                        frame=o.frame)
     state, params, w = scheme.run(target, m, split3, settings, bar)  # warm-up
     run = _sample_until_converged(target, m, scheme, state, params, w, split3,
-                                  num_steps=num_steps, thinning=thinning, target_ess=target_ess,
-                                  max_steps=max_steps, names=names, bar=bar, progress=progress)
+                                  num_steps=num_steps, thinning=o.thinning, target_ess=target_ess,
+                                  max_steps=o.max_steps, names=names, bar=bar, progress=progress)
     bar.close()
-    _check_divergence(m, run, thinning, on_divergence)
-    res = _result(target, m, scheme, w, run, thinning=thinning, seed=seed, names=names)
-    if diagnostics:
+    _check_divergence(m, run, o.thinning, o.on_divergence)
+    res = _result(target, m, scheme, w, run, thinning=o.thinning, seed=seed, names=names)
+    if o.diagnostics:
         res.diagnostics = _diagnose(target, m, scheme, w, res, run.judged)
     res.cost = _cost.summary(run_seconds=run.timed[0], gradients=run.timed[1], meter=meter.stop())
     return res
@@ -396,10 +355,10 @@ def _diagnose(target, m, scheme, w, res: SampleResult, judged=None):
         return None
     same = judged is not None and judged[0] is res.draws  # `_draws_x`: with the same burn-in
     dg = diagnose_result(target, res, judged[1] if same else None)
-    dg.problems.extend(scheme.problems(res.chains, w.target_accept, w.tuning,
-                                       unconverged=bool(dg.problems)))
+    dg.verdict = dg.verdict.merge(Verdict.of(scheme.problems(
+        res.chains, w.target_accept, w.tuning, unconverged=not dg.converged)))
     if not dg.converged:
-        _warnings.warn(f"{m.name}: " + dg.verdict(), RuntimeWarning)
+        _warnings.warn(f"{m.name}: " + dg.line(), RuntimeWarning)
     return dg
 
 
@@ -410,15 +369,17 @@ def rediagnose(target, res: SampleResult, burn_in: float, target_accept=None):
     res.burn_in_default = burn_in
     dg = res.diagnostics = diagnose_result(target, res)
     res.chains = scheme.summarise(res.info, burn_in)
-    dg.problems.extend(scheme.problems(res.chains, target_accept, res.tuning,
-                                       unconverged=bool(dg.problems)))
+    dg.verdict = dg.verdict.merge(Verdict.of(scheme.problems(
+        res.chains, target_accept, res.tuning, unconverged=not dg.converged)))
     return dg
 
 
-def _check_args(target, m, *, num_leapfrog, target_accept, seed, num_steps, target_ess,
-                on_divergence, precondition, num_chains, thinning, init) -> tuple:
+def _check_args(target, m, o: SampleOptions, *, seed, num_steps, num_chains, init) -> tuple:
     """Clear errors for invalid arguments; (seed, num_steps, target_ess) with the defaults of a
     run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
+    num_leapfrog, target_accept, target_ess, thinning = (o.num_leapfrog, o.target_accept,
+                                                         o.target_ess, o.thinning)
+    on_divergence, precondition = o.on_divergence, o.precondition
     if num_leapfrog is not None and "num_leapfrog" not in m.uses:
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
     if target_accept is not None and not (

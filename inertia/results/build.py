@@ -3,6 +3,7 @@
 `save` writes (settings, verdict, summary, the unconstrained moments)."""
 from __future__ import annotations
 
+import warnings
 from typing import Mapping, Optional
 
 import numpy as np
@@ -93,6 +94,11 @@ def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood:
              "summary": rows, "table": format_table(rows, ["mean", "sd", "q5", "q95"]),
              "gaussian": _flat(res), "history": res.to_dict()["checkpoints"],
              "draws": {"num_draws": int(num_draws), "seed": int(seed)}}
+    if res.quality is not None:  # k-hat, PSIS ESS, verdict; the corrected rows and table
+        with warnings.catch_warnings():  # said in the table itself
+            warnings.simplefilter("ignore", RuntimeWarning)
+            attrs.update(quality=res.quality, summary=res.summary(num_draws=num_draws, seed=seed),
+                         table=res.table(num_draws=num_draws, seed=seed))
     groups = {"posterior": sites,
               "log_likelihood": _id.log_likelihood(sites, info) if log_likelihood else None,
               "observed_data": _id.observed_data(sites, info)}
@@ -107,14 +113,14 @@ def _split(res):
 
 
 @of_result
-def sample_summary(res) -> list:
-    """Rows of the printed table: mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail (constrained
-    sites of NumPyro models; the kept draws after burn-in)."""
+def draws_summary(res) -> list:
+    """Rows of the printed table of a sample or calibration: mean, sd, q5, q95, mcse, r_hat,
+    ess_bulk, ess_tail (constrained sites of NumPyro models; the kept draws after burn-in)."""
     dg = res.diagnostics
     if dg is None:
         from ..diagnostics import diagnose
 
-        kept = sample_sites(res)[0]
+        kept = sample_sites(res)[0] if res.kind == "sample" else _id.sites_of(res.draws)
         labels, x = _id.flat_rows(kept)
         if x.shape[1] < 4:  # too few draws for R-hat and ESS
             return rows_of(kept)
@@ -150,10 +156,10 @@ def sample_to_arviz(res, log_likelihood: bool = True):
     c, n = res.draws.shape[:2]
     stats = _id.per_draw_stats(res.info, c, n, res.thinning, res.params)
     start = _split(res)
-    rows = sample_summary(res)
+    rows = draws_summary(res)
     attrs = {"kind": "sample", "settings": sample_settings(res), "verdict": res.verdict.with_numbers(
                  diverged_at=np.asarray(res.diverged_at).tolist()).to_dict(),
-             "summary": rows, "table": res.diagnostics.table() if res.diagnostics else "",
+             "summary": rows, "table": res.table(),
              "unconstrained": {**_flat(res), "burn_in": start}}
     groups = {"posterior": kept,
               "sample_stats": {k: v[:, start:] for k, v in stats.items()},
@@ -168,43 +174,18 @@ def sample_to_arviz(res, log_likelihood: bool = True):
 # ------------------------------------------------------------------ SG-MCMC
 def calibration_to_arviz(res):
     """SG(L)D draws by parameter name, with the calibration's checks in the attributes."""
-    dg = res.diagnostics
-    names = list(dg.names) if dg is not None else None
+    names = res.names
     sites = _id.sites_of(res.draws, None, names)
-    rows = rows_of(sites) if dg is None else calibration_summary(res)
-    js = res.to_json()
-    attrs = {"kind": "calibration", "settings": js.get("settings"),
-             "verdict": res.verdict.to_dict(),
-             "summary": rows, "table": res.table() if dg is not None else "",
+    attrs = {"kind": "calibration", "settings": res.settings, "verdict": res.verdict.to_dict(),
+             "summary": draws_summary(res), "table": res.table(),
              "unconstrained": {"names": names or coordinate_names(res),
                                "mean": np.asarray(res.mean).tolist(),
                                "cov": np.asarray(res.cov).tolist()}}
     return _id.from_groups({"posterior": sites}, attrs)
 
 
-def calibration_summary(res) -> list:
-    dg = res.diagnostics
-    if dg is None:
-        return rows_of(_id.sites_of(res.draws))
-    return [{"name": str(n), "mean": float(dg.mean[i]), "sd": float(dg.sd[i]),
-             "q5": float(dg.q05[i]), "q95": float(dg.q95[i]), "mcse": float(dg.mcse_mean[i]),
-             "r_hat": float(dg.rhat[i]), "ess_bulk": float(dg.ess_bulk[i]),
-             "ess_tail": float(dg.ess_tail[i])} for i, n in enumerate(dg.names)]
+SUMMARY = {"fit": fit_summary, "sample": draws_summary, "calibration": draws_summary}
+TO_ARVIZ = {"fit": fit_to_arviz, "sample": sample_to_arviz, "calibration": calibration_to_arviz}
 
-
-def to_arviz(res, **kw):
-    """The InferenceData of any inertia result."""
-    kind = type(res).__name__
-    if kind == "FitResult":  # with its quality check's attributes (vi.quality)
-        return res.to_arviz(**kw)
-    if kind == "SampleResult":
-        return sample_to_arviz(res, **kw)
-    if kind == "CalibrationResult":
-        return calibration_to_arviz(res, **kw)
-    if hasattr(res, "to_arviz"):
-        return res.to_arviz(**kw)
-    raise TypeError(f"not an inertia result: {type(res).__name__}")
-
-
-__all__ = ["model_info", "fit_to_arviz", "fit_summary", "sample_to_arviz", "sample_summary",
-           "calibration_to_arviz", "calibration_summary", "to_arviz", "rows_of", "FIT_DRAWS"]
+__all__ = ["model_info", "fit_to_arviz", "fit_summary", "sample_to_arviz", "draws_summary",
+           "calibration_to_arviz", "rows_of", "SUMMARY", "TO_ARVIZ", "FIT_DRAWS"]

@@ -20,7 +20,7 @@ def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, *
     model, args, kwargs = spec
     if model_args or model_kwargs:
         args, kwargs = model_args, model_kwargs
-    sites = fit_sites(res) if type(res).__name__ == "FitResult" else sample_sites(res)[0]
+    sites = fit_sites(res) if res.kind == "fit" else sample_sites(res)[0]
     return draw(model, _id.latent_only(sites, info), rng_key, args, kwargs, num_samples,
                 return_sites)
 

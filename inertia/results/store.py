@@ -6,22 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..verdict import Verdict
 from . import idata as _id
-
-
-def save(res, path, **kw) -> Path:
-    """Write `res.to_arviz(**kw)` (or an InferenceData) to `path` as netCDF; returns the path.
-    Written to a temporary file in the same folder and renamed into place (no half-written file;
-    the umask's mode). A symbolic link is followed: its target is replaced and the link stays.
-    An existing device, FIFO or folder at `path` raises ValueError before anything is computed."""
-    from .._io import output_path, replace_with
-    from .build import to_arviz
-
-    output_path(path, "save:", regular=True)
-    obj = res if _is_arviz(res) else (res.to_arviz() if isinstance(res, LoadedResult)
-                                      else to_arviz(res, **kw))
-    replace_with(path, obj.to_netcdf, suffix=".nc")
-    return Path(path)
+from .base import Result, save
 
 
 def load(path) -> "LoadedResult":
@@ -88,11 +75,7 @@ def _check_signature(path: Path) -> None:
                      "inertia; inertia.load reads the .nc file of res.save or --save")
 
 
-def _is_arviz(obj) -> bool:
-    return type(obj).__name__ in ("InferenceData", "DataTree")
-
-
-class LoadedResult:
+class LoadedResult(Result):
     """A saved fit, sample or calibration: `summary()`, `table()`, `to_arviz()`, `verdict`,
     `converged`, `settings`, and the unconstrained `mean`, `cov` and `names` of the run."""
 
@@ -109,16 +92,9 @@ class LoadedResult:
         return self._attrs.get("settings") or {}
 
     @property
-    def verdict(self):
+    def verdict(self) -> Verdict:
         """The saved run's `inertia.verdict.Verdict`."""
-        from ..verdict import Verdict
-
-        return Verdict.from_dict(self._attrs.get("verdict"))
-
-    @property
-    def converged(self) -> bool:
-        """`verdict.converged`."""
-        return self.verdict.converged
+        return Verdict.from_dict(self._attrs["verdict"])
 
     def _flat(self) -> dict:
         return self._attrs.get("gaussian") or self._attrs.get("unconstrained") or {}
@@ -153,7 +129,7 @@ class LoadedResult:
         """The rows the run printed (constrained, named)."""
         return [dict(r) for r in self._attrs.get("summary") or []]
 
-    def table(self) -> str:
+    def table(self, max_rows=None) -> str:
         """The table the run printed."""
         return self._attrs.get("table", "")
 
@@ -166,9 +142,6 @@ class LoadedResult:
         return {"kind": self.kind, "summary": self.summary(), "verdict": self.verdict.to_dict(),
                 "settings": self.settings, **self._flat()}
 
-    def save(self, path) -> Path:
-        return save(self, path)
-
     def predictive(self, rng_key, model, *model_args, num_samples=None, return_sites=None,
                    **model_kwargs) -> dict:
         """Posterior predictive draws by site of a NumPyro `model` (the file keeps the draws, not
@@ -179,14 +152,12 @@ class LoadedResult:
         sites = {k: post[k].values for k in post.data_vars}
         return draw(model, sites, rng_key, model_args, model_kwargs, num_samples, return_sites)
 
-    def __repr__(self) -> str:
+    def _shape(self) -> str:
         post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
-        shape = f"{post.sizes.get('chain', '?')} x {post.sizes.get('draw', '?')}"
-        method = self.settings.get("method") or ""
-        conv = "converged" if self.converged else "NOT CONVERGED"
-        return (f"<LoadedResult {' '.join(filter(None, [self.kind, method]))}: "
-                f"{len(list(post.data_vars))} variables, "
-                f"chain x draw {shape}, {conv}{'' if self.path is None else ', ' + str(self.path)}>")
+        return (f"{' '.join(filter(None, [self.kind, self.settings.get('method') or '']))}: "
+                f"{len(list(post.data_vars))} variables, chain x draw "
+                f"{post.sizes.get('chain', '?')} x {post.sizes.get('draw', '?')}"
+                + ("" if self.path is None else f", {self.path}"))
 
 
 __all__ = ["save", "load", "LoadedResult"]

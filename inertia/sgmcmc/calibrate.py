@@ -14,6 +14,7 @@ from .. import _warnings
 from .. import convergence
 from .. import diagnostics as shared_diagnostics
 from .._scope import entry_point, float64_methods
+from ..results.base import Result
 from ..verdict import Verdict
 from .estimate import NoEstimateError, check_estimate_exists
 from .models import Model, from_loss, make_model
@@ -27,12 +28,13 @@ class CalibrationWarning(UserWarning):
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
-@dataclasses.dataclass(frozen=True, eq=False)
-class CalibrationResult:
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class CalibrationResult(Result):
     """Output of `calibrate`: draws (chain, draw, dim), Lambda, targets, predictions and checks.
 
     `max_z` is the largest |empirical - predicted| / standard error over covariance entries and
-    `z_threshold` the Bonferroni bound it is compared with; `warning` is set when it is exceeded.
+    `z_threshold` the Bonferroni bound it is compared with; the verdict has a problem when it is
+    exceeded.
     """
 
     draws: np.ndarray
@@ -48,12 +50,12 @@ class CalibrationResult:
     iat_empirical: np.ndarray
     max_z: float
     z_threshold: float
-    warning: Optional[str]
     tuning: Tuning
     curvature: Curvature
     settings: dict
     seconds: dict
     diagnostics: Optional[shared_diagnostics.Diagnostics] = None
+    kind = "calibration"
 
     def to_json(self) -> dict:
         """JSON-ready summary (the `inertia calibrate --json` contract)."""
@@ -68,11 +70,9 @@ class CalibrationResult:
             "forward_error": self.tuning.forward_error,
             "cov_error_vs_target": rel_fro(self.empirical_cov, self.target_cov),
             "cov_error_vs_predicted": rel_fro(self.empirical_cov, self.predicted_cov),
-            "max_z": self.max_z, "z_threshold": self.z_threshold, "warning": self.warning,
-            "settings": self.settings, "seconds": self.seconds,
-            "diagnostics": _diagnostics_json(self.diagnostics),
-            "converged": self.converged, "problems": list(self.verdict.problems),
-            "verdict": self.verdict.line(),
+            "max_z": self.max_z, "z_threshold": self.z_threshold, "settings": self.settings,
+            "seconds": self.seconds, "diagnostics": _diagnostics_json(self.diagnostics),
+            **self.verdict_dict(),
         }
 
     @property
@@ -92,54 +92,27 @@ class CalibrationResult:
     @property
     def verdict(self) -> Verdict:
         """The run's `inertia.verdict.Verdict`: the chains' mixing (R-hat, ESS) and the covariance
-        check (`warning`), with max_z and its bound among the numbers."""
-        v = (self.diagnostics.as_verdict() if self.diagnostics is not None else
+        check, with max_z and its bound among the numbers."""
+        v = (self.diagnostics.verdict if self.diagnostics is not None else
              Verdict(False, ("too few draws to judge the chains' mixing",)))
         v = v.with_numbers(max_z=self.max_z, z_threshold=self.z_threshold)
-        return v.with_problem(self.warning) if self.warning else v
+        return v.with_problem(cov_problem(self.max_z, self.z_threshold)) if (
+            self.max_z > self.z_threshold) else v
 
-    @property
-    def converged(self) -> bool:
-        """`verdict.converged`: the chains mixed and the covariance check passed."""
-        return self.verdict.converged
 
-    def summary(self) -> list:
-        """Rows {name, mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail} of the draws."""
-        from ..results.build import calibration_summary
-
-        return calibration_summary(self)
-
-    def table(self, max_rows: Optional[int] = 40) -> str:
-        """Named table of the draws (mean, sd, quantiles, MCSE, R-hat, ESS), the mixing verdict and
-        the covariance check when it failed."""
-        out = self.diagnostics.table(max_rows) + "\n" + self.diagnostics.verdict()
-        return out + (f"\nNOT CONVERGED: {self.warning}" if self.warning else "")
-
-    def to_arviz(self):
-        """InferenceData of the draws by parameter name, the checks in the attributes."""
-        from ..results.build import calibration_to_arviz
-
-        return calibration_to_arviz(self)
-
-    def save(self, path):
-        """Write the InferenceData and the checks as netCDF (`inertia.load` reads it)."""
-        from ..results.store import save
-
-        return save(self, path)
-
-    def __repr__(self) -> str:
-        from ..results.api import calibration_repr
-
-        return calibration_repr(self)
+def cov_problem(max_z: float, bound: float) -> str:
+    """The covariance check's problem: the draws' covariance is off the prediction."""
+    return (f"empirical covariance differs from the prediction by {max_z:.1f} Monte Carlo "
+            f"standard errors (bound {bound:.1f}); the quadratic proxy may be inaccurate for this "
+            "model/step size, or the chains have not mixed")
 
 
 def _diagnostics_json(dg) -> Optional[dict]:
     if dg is None:
         return None
-    return {"converged": dg.converged, "max_rhat": dg.worst_rhat, "min_ess_bulk": dg.min_ess_bulk,
-            "min_ess_tail": dg.min_ess_tail, "problems": list(dg.problems), "names": list(dg.names),
-            "rhat": dg.rhat, "ess_bulk": dg.ess_bulk, "ess_tail": dg.ess_tail,
-            "mcse_mean": dg.mcse_mean}
+    keep = ("converged", "max_rhat", "min_ess_bulk", "min_ess_tail", "problems", "names", "rhat",
+            "ess_bulk", "ess_tail", "mcse_mean")
+    return {k: v for k, v in dg.to_dict().items() if k in keep}
 
 
 def rel_fro(A, B) -> float:
@@ -369,7 +342,7 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     check = _covariance_check(draws, st, tau, thin, level)
     diag = (shared_diagnostics.diagnose(draws, names) if draws.shape[1] >= 4 else None)
     if diag is not None and not diag.converged:
-        _warnings.warn("SG(L)D chains: " + diag.verdict(), RuntimeWarning)
+        _warnings.warn("SG(L)D chains: " + diag.line(), RuntimeWarning)
     seconds = {"offline": t1 - t0, "lambda": tun.seconds, "predict": t2 - t1,
                "sampling": t3 - t2}
     return CalibrationResult(draws=draws, Lambda=tun.Lambda, theta_hat=curv.theta_hat,
@@ -429,14 +402,10 @@ def _covariance_check(draws, st, tau, thin, level) -> dict:
     ess_emp = empirical_ess(draws) if draws.shape[1] >= 4 else np.full(dim, np.nan)
     ess_pred = n_total * thin / tau.per_coord
     iat_emp = n_total / ess_emp * thin
-    warning = None
     if max_z > thr:
-        warning = (f"empirical covariance differs from the prediction by {max_z:.1f} Monte Carlo "
-                   f"standard errors (bound {thr:.1f}); the quadratic proxy may be inaccurate "
-                   f"for this model/step size, or the chains have not mixed")
-        _warnings.warn(warning, CalibrationWarning)  # at the user's line
+        _warnings.warn(cov_problem(max_z, thr), CalibrationWarning)  # at the user's line
     return dict(empirical_cov=emp, ess_predicted=ess_pred, ess_empirical=ess_emp,
-                iat_empirical=iat_emp, max_z=max_z, z_threshold=thr, warning=warning)
+                iat_empirical=iat_emp, max_z=max_z, z_threshold=thr)
 
 
 __all__ = ["calibrate", "CalibrationResult", "CalibrationWarning", "NoEstimateError",

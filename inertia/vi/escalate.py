@@ -3,7 +3,7 @@
 The fit is kept when it converged and its quality (`vi.quality`) meets the level asked for
 ("adequate": k-hat < 0.5; "usable": k-hat <= 0.7); otherwise `mcmc.sample` (its default exact
 kernel and warm-up) runs from draws of q (PSIS-resampled where k-hat <= 0.7) and its result is
-returned with the fit in `.fit` and both verdicts in `.verdicts`.
+returned with the fit in `.fit` and why in `.escalated` (also its verdict's `numbers["escalated"]`).
 """
 from __future__ import annotations
 
@@ -13,13 +13,12 @@ NUM_CHAINS = 4  # as `mcmc.sample`'s default
 
 def falls_short(res, ensure: str) -> bool:
     """Whether the fit did not converge or its quality verdict is below `ensure`."""
-    q = res.quality or {}
-    return not res.converged or q.get("verdict") not in ACCEPT[ensure]
+    return not res.converged or res.verdict.quality not in ACCEPT[ensure]
 
 
 def escalate(res, target, ensure: str, *, seed: int = 0, progress: bool = False):
     """The fit `res` when it meets `ensure`, else `mcmc.sample(target)` started at NUM_CHAINS draws
-    of q, with `.fit` (the fit) and `.verdicts` ({"fit": its verdict, "sample": the sampler's})."""
+    of q, with `.fit` (the fit) and `.escalated` (why the sampler ran)."""
     if not falls_short(res, ensure):
         return res
     import numpy as np
@@ -34,10 +33,8 @@ def escalate(res, target, ensure: str, *, seed: int = 0, progress: bool = False)
         init = init[:NUM_CHAINS]
     out = sample(target, num_chains=NUM_CHAINS, init=init, seed=seed, progress=progress)
     why = ("the fit did not converge" if not res.converged else
-           f"the Gaussian is {res.quality['verdict']} (asked: {ensure})")
-    out.fit = res
-    out.verdicts = {"fit": res.stopped, "sample": {"converged": bool(out.converged)},
-                    "escalated": f"exact sampler run because {why}"}
+           f"the Gaussian is {res.verdict.quality} (asked: {ensure})")
+    out.fit, out.escalated = res, f"exact sampler run because {why}"
     return out
 
 

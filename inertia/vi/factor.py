@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _compile
+from . import verdict as verdicts
 from .averaging import AVERAGING_STEP_DECAY
 from .factor_cov import FactorCovariance
 from .monitor import StoppingRule
@@ -134,7 +135,7 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
                window: int = 10, every: Optional[int] = None, seed: int = 0,
                monitor_draws: int = MONITOR_DRAWS, dtype: str = "float64") -> dict:
     """Run factor-covariance VI from N(x0, diag(s^2)); a dict with the mean, FactorCovariance, the
-    checkpoint history, the verdict (`stopped`), the averaging and the compile seconds.
+    checkpoint history, the verdict (a `Verdict`), the averaging and the compile seconds.
     `dtype="float32"`: the updates (draws, gradients of `target.astype("float32")`, Adam) run in
     float32; the start, the objective monitor, the averaging sums and the result stay float64."""
     import optax
@@ -168,7 +169,7 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     stderrs.append(float(np.std(first, ddof=1) / math.sqrt(first.size)))
     compiled, compile_seconds, elapsed = {}, 0.0, 0.0
     scale, avg_start, avg_sum, avg_count, avg_rule, averaged_out = 1.0, None, None, 0, None, False
-    stopped, last_draws, step = None, first, 0
+    verdict, last_draws, step = None, first, 0
     while step < num_steps:
         n = min(every, num_steps - step)
         keys = all_keys[step:step + n]
@@ -181,9 +182,9 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
         ok = bool(jax.block_until_ready(ok))
         elapsed += time.perf_counter() - t0
         if not ok:
-            stopped = {"converged": False, "step": step, "reason": "NOT CONVERGED: a gradient "
-                       f"was not finite at a draw of q within updates {step + 1}-{step + n} "
-                       "(diverged); the result is the state before them"}
+            verdict = verdicts.not_converged(
+                f"a gradient was not finite at a draw of q within updates {step + 1}-{step + n} "
+                "(diverged); the result is the state before them", step)
             break
         state = new
         step += n
@@ -202,28 +203,29 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
         if avg_rule is not None and avg_rule.update(vals) and \
                 step - avg_start >= avg_start * FACTOR_AVERAGING:
             averaged_out = True  # the average's objective plateaued: the answer is final
-            stopped = {**stopped, "averaging_steps": step - avg_start}
+            verdict = verdict.with_numbers(averaging_steps=step - avg_start)
             break
         if rule is not None and avg_start is None and rule.update(vals):
             avg_start, scale = step, 1.0 / AVERAGING_STEP_DECAY
             avg_rule = StoppingRule(tol, window)
-            stopped = {"converged": True, "step": step, "decrease": rule.decrease,
-                       "stderr": rule.stderr, "reason": "objective converged"}
+            verdict = verdicts.stopped("objective converged", step, decrease=rule.decrease,
+                                       stderr=rule.stderr)
     answer = state[0] if avg_count == 0 else tuple(a / avg_count for a in avg_sum)
-    if stopped is None:
-        stopped = ({"converged": False, "step": step, "reason": "NOT CONVERGED: num_steps reached "
-                    "before the objective was seen to plateau"} if rule is not None else
-                   {"converged": False, "step": step, "reason": f"NOT CONVERGED: not judged "
-                    f"(tol=None: the {num_steps} updates given, without the stopping rule)"})
-    elif stopped["converged"] and avg_start is not None and not averaged_out:
-        stopped = {**stopped, "converged": False, "averaging_from": avg_start,
-                   "reason": "NOT CONVERGED: num_steps ended the averaging phase before the "
-                   "average's objective was seen to plateau"}
+    if verdict is None:
+        verdict = verdicts.not_converged(
+            "num_steps reached before the objective was seen to plateau" if rule is not None else
+            f"not judged (tol=None: the {num_steps} updates given, without the stopping rule)", step)
+    elif verdict.converged and avg_start is not None and not averaged_out:
+        n = verdict.numbers
+        verdict = verdicts.not_converged(
+            "num_steps ended the averaging phase before the average's objective was seen to "
+            "plateau", n["step"], decrease=n["decrease"], stderr=n["stderr"],
+            averaging_from=avg_start)
     mu, B, logD = (np.asarray(p, np.float64) for p in answer)
     cov = FactorCovariance(s[:, None] * B, s * np.exp(logD))
     return {"mean": x0 + s * mu, "cov": cov, "rank": r, "steps": np.asarray(steps),
             "seconds": np.asarray(secs), "objective_estimate": np.asarray(values)[:, None],
-            "objective_stderr": np.asarray(stderrs)[:, None], "stopped": stopped,
+            "objective_stderr": np.asarray(stderrs)[:, None], "verdict": verdict,
             "averaged": None if avg_start is None else {"from_step": avg_start,
                                                         "checkpoints": len(steps) - 1 -
                                                         steps.index(avg_start)},
@@ -282,7 +284,7 @@ def _result_class():
 
     from .result import FitResult
 
-    @dataclasses.dataclass
+    @dataclasses.dataclass(repr=False)
     class FactorFitResult(FitResult):
         """`FitResult` of the factor family: `cov` and `factor` are one `FactorCovariance` (the d x d
         matrix only by `cov.dense()`), draws are m + B z + D eps."""
@@ -326,7 +328,6 @@ def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, p
     """`fit` with the factor family: bounds and start (`auto.prepare`, matrix-free above
     MATRIX_FREE_DIM), the run (`fit_factor`), then the quality check as for every fit."""
     from ..results.build import model_info
-    from . import verdict as verdicts
     from .auto import prepare
 
     if len(seeds) != 1:
@@ -366,11 +367,11 @@ def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, p
         bounds={"alpha": t.alpha, "beta": t.beta, "estimated": curv is not None},
         events=[{"event": "family chosen", "step": 0, "family": "factor", "rank": out["rank"],
                  "reason": why}],
-        stopped=out["stopped"], averaged=out["averaged"], names=target.info.get("names"),
+        verdict=out["verdict"], averaged=out["averaged"], names=target.info.get("names"),
         constrain=target.info.get("constrain"),
         family={"name": "factor", "rank": out["rank"], "reason": why}, programs=out["programs"])
     if prep.improper is not None:
-        res.stopped = verdicts.improper_verdict(prep.improper, int(steps[-1]))
+        res.verdict = verdicts.improper_verdict(prep.improper, int(steps[-1]))
     res.model_info = model_info(source)
     return res
 

@@ -42,15 +42,16 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     stopping rule on the common-random-number objective estimate (tol 1e-4 nats, at most
     `num_steps` = 20000 updates) followed by averaging the last `window` checkpoints; on targets
     without exact expectations the run happens in coordinates whitened by the start.
-    `result.stopped["converged"]` is False when `num_steps` ended the run.
+    `result.verdict` (`inertia.verdict.Verdict`, `numbers["stop"]` why the run stopped) is not
+    converged when `num_steps` ended the run.
 
     `quality=True` (default) then judges q as an answer (`vi.quality`, either mode, the run
     unchanged): Pareto k-hat of the weights p~/q on 4000 (then up to 64,000) draws of q per seed,
     the PSIS ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable
-    > 0.7) in `result.quality` and the verdict's numbers; PSIS-corrected columns in the summary
-    where k <= 0.7. `ensure="adequate"` (or "usable"): when the fit did not converge or q falls
-    short, run the exact sampler from draws of q and return its result (`.fit` this fit, `.verdicts`
-    both verdicts; `vi.escalate`). Both are `FitOptions` fields.
+    > 0.7) in `result.verdict.quality` and its numbers (the check's record: `result.quality`);
+    PSIS-corrected columns in the summary where k <= 0.7. `ensure="adequate"` (or "usable"): when
+    the fit did not converge or q falls short, run the exact sampler from draws of q and return its
+    result (`.fit` this fit, `.escalated` why; `vi.escalate`). Both are `FitOptions` fields.
 
     `options` (a `FitOptions`) sets any of these switches; each of its fields may also be given by
     keyword (`fit(t, tol=1e-5, restart=False)`), overriding `options`; other keywords are the
@@ -176,9 +177,10 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True, meter=No
     whitening and method-choice events, the dtype, the model's description and the quality check
     (its third look sized by the fit's wall time so far, `meter`'s)."""
     if prep.improper is not None:
-        res.stopped = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
-        res.events.append({"event": "improper target", "step": 0, "reason": res.stopped["reason"]})
-        _warnings.warn(f"{res.method}: {res.stopped['reason']}", RuntimeWarning)
+        res.verdict = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
+        res.events.append({"event": "improper target", "step": 0,
+                           "reason": res.verdict.numbers["stop"]})
+        _warnings.warn(f"{res.method}: {res.verdict.line()}", RuntimeWarning)
     if wh is not None:
         from .auto import unwhiten
 
@@ -196,7 +198,7 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True, meter=No
 
         fit_seconds = None if meter is None else time.perf_counter() - meter.t0
         res.quality, res.quality_weights = assess(source, res, fit_seconds=fit_seconds)
-        res.stopped = verdicts.with_quality(res.stopped, res.quality)
+        res.verdict = verdicts.with_quality(res.verdict, res.quality)
     return res
 
 

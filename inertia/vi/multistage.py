@@ -19,7 +19,7 @@ import numpy as np
 from .fit import FitResult, fit, make_kernel
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(repr=False)
 class MultistageResult(FitResult):
     """A `FitResult` whose history concatenates the stages; `stages` lists each stage's settings:
     batch_size, num_steps, first/last global step, step size, gap at its end, seconds."""

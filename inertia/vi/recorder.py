@@ -195,7 +195,7 @@ class _Recorder:
             h["nonfinite_fraction"] = np.asarray(self.est_bad)
         return h
 
-    def result(self, runner, seeds, diverged, stopped, restarts, curvature):
+    def result(self, runner, seeds, diverged, verdict, restarts, curvature):
         g_per, h_per = runner.est.cost(self.target.dim, runner.batch_size)
         history = self.history(g_per, h_per)
         if curvature is not None:  # the bound estimation's queries are part of the run's cost
@@ -222,7 +222,7 @@ class _Recorder:
             bounds={"alpha": runner.target.alpha, "beta": runner.target.beta,
                     "estimated": curvature is not None,
                     "feasible_set": list(runner.set_bounds)},
-            events=list(runner.events), stopped=stopped,
+            events=list(runner.events), verdict=verdict,
             averaged=None if self.avg_start is None else {
                 "from_step": self.avg_start, "checkpoints": self.avg_count},
             restarts=int(restarts), names=self.target.info.get("names"),

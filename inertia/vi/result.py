@@ -11,11 +11,14 @@ import numpy as np
 from .. import _warnings
 from .._random import host_normal
 from .._scope import float64_methods
+from ..results.base import Result
+from ..results.build import fit_summary
+from ..verdict import Verdict
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
-@dataclasses.dataclass
-class FitResult:
+@dataclasses.dataclass(repr=False)
+class FitResult(Result):
     """Outcome of `fit`. With several seeds, arrays carry a leading seed axis.
 
     `history` holds numpy arrays over checkpoints: step, gap, objective, grad_evals, hvp_evals,
@@ -42,7 +45,8 @@ class FitResult:
     curvature: Optional[dict] = None  # how estimated bounds were found (targets.curvature)
     bounds: Optional[dict] = None  # alpha, beta used; whether estimated; feasible-set bounds
     events: list = dataclasses.field(default_factory=list)  # recoveries, widenings
-    stopped: Optional[dict] = None  # the stopping rule's verdict, when it ended the run
+    # the stop (numbers["stop"], ["step"], ...; `vi.verdict`) and q's quality (`vi.quality`)
+    verdict: Verdict = dataclasses.field(default_factory=lambda: Verdict(False, ("no verdict",)))
     averaged: Optional[dict] = None  # tail averaging of the last checkpoints
     restarts: int = 0  # momentum restarts (adaptive restart)
     names: Optional[list] = None  # parameter names of the flat coordinates
@@ -52,6 +56,7 @@ class FitResult:
     quality: Optional[dict] = None  # Pareto k-hat, PSIS ESS and verdict of q (vi.quality)
     quality_weights: Optional[np.ndarray] = dataclasses.field(default=None, repr=False)
     cost: Optional[dict] = None  # seconds per gradient, compile seconds, memory (inertia._cost)
+    kind = "fit"
 
     @property
     def final_gap(self):
@@ -69,18 +74,6 @@ class FitResult:
             return None
         last = np.asarray(f[-1])
         return float(np.mean(last)) if np.all(np.isfinite(last)) else None
-
-    @property
-    def verdict(self):
-        """The run's `inertia.verdict.Verdict`, from `stopped` (False after a divergence)."""
-        from .verdict import as_verdict
-
-        return as_verdict(self.stopped, self.diverged)
-
-    @property
-    def converged(self) -> bool:
-        """`verdict.converged`."""
-        return self.verdict.converged
 
     @property
     def multi_seed(self) -> bool:
@@ -128,11 +121,9 @@ class FitResult:
             "compile_seconds": self.compile_seconds, "diverged": self.diverged,
             "names": self.names or [f"x[{i}]" for i in range(self.dim)],
             "final_objective": self.final_objective, "bounds": self.bounds,
-            "curvature": self.curvature, "events": self.events, "stopped": self.stopped,
-            "averaged": self.averaged, "restarts": self.restarts, "dtype": self.dtype,
-            "converged": self.converged, "verdict": self.verdict.line(),
-            "problems": list(self.verdict.problems), "quality": self.quality,
-            "cost": self.cost, "reparam": getattr(self, "reparam", None),
+            "curvature": self.curvature, "events": self.events, "averaged": self.averaged,
+            "restarts": self.restarts, "dtype": self.dtype, **self.verdict_dict(),
+            "quality": self.quality, "cost": self.cost, "reparam": getattr(self, "reparam", None),
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
@@ -140,14 +131,13 @@ class FitResult:
         models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`), and
         where q is not unreliable (Pareto k-hat <= 0.7) their PSIS-corrected twins mean_psis,
         sd_psis, q5_psis, q95_psis (`vi.quality`, on the quality check's own draws)."""
-        from ..results.build import fit_summary
         from .quality import corrected_rows
 
         line = None if self.converged else self.verdict.line()
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
                           RuntimeWarning)
-        elif self.quality is not None and self.quality["verdict"] == "unreliable":
+        elif self.verdict.quality == "unreliable":
             _warnings.warn(f"{self.method}: {self.quality['message']}", RuntimeWarning)
         return corrected_rows(self, fit_summary(self, num_draws, seed))
 
@@ -164,7 +154,7 @@ class FitResult:
     def verdict_lines(self) -> list:
         """NOT CONVERGED and its reason (when the optimiser did not converge), the approximation's
         quality, and which columns are importance-corrected."""
-        out = [] if self.converged else [self.verdict.line()]
+        out = super().verdict_lines()
         if self.quality is not None:
             out.append(self.quality["message"])
             if self.quality.get("corrected"):
@@ -187,43 +177,10 @@ class FitResult:
 
         return resample(self, num_draws, seed)
 
-    def to_arviz(self, num_draws: int = 4000, seed: int = 0, log_likelihood: bool = True):
-        """InferenceData of `num_draws` draws of q per seed (chain = seed) pushed through the
-        constraints, by site (NumPyro models) or parameter name; log_likelihood and observed_data
-        for NumPyro models; q's mean and cov in the attributes (`inertia.results.build`)."""
-        from ..results.build import fit_to_arviz
-
-        obj = fit_to_arviz(self, num_draws, seed, log_likelihood=log_likelihood)
-        if self.quality is not None:  # k-hat, PSIS ESS, verdict; the corrected rows and table
-            import json
-
-            from ..results.idata import ATTR_PREFIX, _major, _jsonable, arviz
-
-            post = obj["posterior"] if _major(arviz()) >= 1 else obj.posterior
-            with warnings.catch_warnings():  # said in the table itself
-                warnings.simplefilter("ignore", RuntimeWarning)
-                rows = self.summary(num_draws, seed)
-            for key, value in (("quality", self.quality), ("summary", rows),
-                               ("table", self.table(num_draws=num_draws, seed=seed))):
-                post.attrs[ATTR_PREFIX + key] = json.dumps(value, default=_jsonable)
-        return obj
-
-    def save(self, path, **kw):
-        """Write the InferenceData, settings and verdict as netCDF (`inertia.load` reads it)."""
-        from ..results.store import save
-
-        return save(self, path, **kw)
-
-    def predictive(self, rng_key, *model_args, **kwargs) -> dict:
-        """Posterior predictive draws by site at q's draws (NumPyro's Predictive)."""
-        from ..results.predictive import predictive
-
-        return predictive(self, rng_key, *model_args, **kwargs)
-
-    def __repr__(self) -> str:
-        from ..results.api import fit_repr
-
-        return fit_repr(self)
+    def _shape(self) -> str:
+        seeds = f", {len(self.seeds)} seeds" if len(self.seeds) > 1 else ""
+        return (f"{self.method} on {self.target_name or 'target'}: d = {self.dim}, "
+                f"{self.num_steps} updates{seeds}")
 
 
 def table_columns(rows) -> list:
@@ -278,8 +235,10 @@ def report_text(res, out, total) -> str:
         se = last.get("objective_stderr")
         lines.append(f"objective F(q) = {out['final_objective']:.6g}"
                      + (f" +- {se:.2g} (Monte Carlo s.e.)" if se is not None else ""))
-    if res.stopped:
-        lines.append(f"stopped at update {res.stopped['step']}: {res.stopped['reason']}")
+    v = res.verdict
+    if "stop" in v.numbers:
+        lines.append(f"stopped at update {v.numbers['step']}: "
+                     + (v.numbers["stop"] if v.converged else v.line()))
     if getattr(res, "reparam", None):
         from ..targets.reparam import describe_reparam
 

@@ -20,6 +20,7 @@ from jax.extend.random import threefry_2x32
 
 from .. import _warnings
 from .. import _compile
+from ..verdict import Verdict
 from ..parallel import shard_leading
 from . import verdict as verdicts
 from .auto import DEFAULT_METHOD
@@ -141,7 +142,7 @@ class Loop:
     restarts: int = 0  # momentum restarts so far
     elapsed: float = 0.0
     diverged: Optional[dict] = None
-    stopped: Optional[dict] = None
+    verdict: Optional[Verdict] = None
     counters: dict = dataclasses.field(default_factory=dict)  # the policies' own (RunState)
 
     def checkpoints(self, start, until):
@@ -287,11 +288,11 @@ class Runner:
             if plateau is not None:
                 if self.apply(loop, lambda s: start_averaging(s, plateau)):
                     continue
-                loop.stopped = {"reason": "objective converged", "converged": True, **plateau}
+                loop.verdict = verdicts.stopped("objective converged", **plateau)
                 break
         self._finish(loop)
         self._judge(loop)
-        return loop.rec.result(self, seeds, loop.diverged, loop.stopped, loop.restarts, curvature)
+        return loop.rec.result(self, seeds, loop.diverged, loop.verdict, loop.restarts, curvature)
 
     def run_state(self, loop) -> RunState:
         """The run state the policies act on."""
@@ -402,27 +403,28 @@ class Runner:
                 "window_checkpoints": self.opts.window}
 
     def _judge(self, loop):
-        """The run's verdict (`stopped`) where the stopping rule did not give one (`verdict`)."""
+        """The run's verdict where the stopping rule did not give one (`vi.verdict`)."""
         rec, rule, opts = loop.rec, loop.rule, self.opts
         if loop.diverged is not None:
-            loop.stopped = verdicts.diverged_verdict(loop.diverged, rec.steps[-1])
-        elif loop.stopped is None and rule is None:  # no stopping rule: judged from the trace
-            loop.stopped = verdicts.trace_verdict(rec, opts.window)
+            loop.verdict = verdicts.diverged_verdict(loop.diverged, rec.steps[-1])
+        elif loop.verdict is None and rule is None:  # no stopping rule: judged from the trace
+            loop.verdict = verdicts.trace_verdict(rec, opts.window)
         if loop.diverged is None and not opts.widen:  # given bounds: is the projection binding?
             wrong = verdicts.boundary_verdict(self.m_spec.feasible, rec.last_A, self.set_bounds,
                                              rec.steps[-1], self.m_spec.name)
             if wrong is not None:
                 self.events.append({"event": "bounds look wrong", "step": rec.steps[-1],
-                                    "reason": wrong["reason"]})
-                loop.stopped = wrong
-        if loop.stopped is None and loop.diverged is None and rule is not None:
-            loop.stopped = verdicts.budget_verdict(rec, rule, loop.num_steps)
-            if not loop.stopped["converged"]:
+                                    "reason": wrong.numbers["stop"]})
+                loop.verdict = wrong
+        if loop.verdict is None and loop.diverged is None and rule is not None:
+            loop.verdict = verdicts.budget_verdict(rec, rule, loop.num_steps)
+            if not loop.verdict.converged:
                 hint = ("; on a target that is not log-concave, method='ngvi-reparam' may "
                         "converge where stl-proj does not (docs/vi.md)"
                         if self.method == DEFAULT_METHOD else "")
-                _warnings.warn(f"{self.m_spec.name}: {loop.stopped['reason']} (step "
-                              f"{loop.stopped['step']}); raise num_steps{hint}", RuntimeWarning)
+                _warnings.warn(f"{self.m_spec.name}: {loop.verdict.line()} (step "
+                              f"{loop.verdict.numbers['step']}); raise num_steps{hint}",
+                              RuntimeWarning)
 
 
 def _progress(bar, rec, offset=0.0):

@@ -1,4 +1,5 @@
-"""The verdict every `fit` ends with: `stopped = {"converged": bool, "reason": str, ...}`.
+"""The verdict every `fit` ends with: an `inertia.verdict.Verdict` whose numbers hold the stop
+(`stop`: why the optimiser stopped, `step`, and the figures its rule compared).
 
 Runs that the stopping rule did not end (paper mode, a divergence) get one here without any change
 to the updates: the objective trace over the last `window` checkpoints (exact F where the target
@@ -9,6 +10,7 @@ that ran out of updates gets `budget_verdict`.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Optional
 
 import numpy as np
@@ -20,19 +22,24 @@ from .auto import boundary
 PLATEAU_TOL = 1e-4  # nats over the last window: the automatic stopping rule's default
 
 
-def not_converged(reason: str, step: int, **extra) -> dict:
-    """A verdict with converged False; `reason` starts with NOT CONVERGED."""
-    text = reason if reason.startswith("NOT CONVERGED") else f"NOT CONVERGED: {reason}"
-    return {"reason": text, "converged": False, "step": int(step), **extra}
+def stopped(reason: str, step: int, **numbers) -> Verdict:
+    """A converged fit's verdict: `reason` (e.g. "objective converged") what ended the run."""
+    return Verdict(True, (), {"stop": reason, "step": int(step), **numbers})
 
 
-def diverged_verdict(diverged: dict, step: int) -> dict:
+def not_converged(reason: str, step: int, **numbers) -> Verdict:
+    """A verdict with converged False and `reason` its problem (and its stop)."""
+    reason = reason.removeprefix("NOT CONVERGED: ")
+    return Verdict(False, (reason,), {"stop": reason, "step": int(step), **numbers})
+
+
+def diverged_verdict(diverged: dict, step: int) -> Verdict:
     """The verdict of a run that diverged (the result is its last finite state)."""
     return not_converged(f"diverged at update {diverged['step']} ({diverged['reason']}); the "
                          "result is the last finite state", step)
 
 
-def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> dict:
+def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> Verdict:
     """Whether the objective plateaued over the last `window` checkpoints (at most the second half
     of the checkpoints) of a run without a stopping rule: paired F_hat differences (monitor) or the
     exact objective's trace."""
@@ -63,12 +70,11 @@ def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> dict:
     if dec > max(tol, 2.0 * se):
         return not_converged(f"the objective still fell by {dec:.3g} nats over the last "
                              f"{window} checkpoints (num_steps too small)", step, **out)
-    return {"step": int(step), **out, "reason": "objective plateaued by the end of num_steps",
-            "converged": True}
+    return stopped("objective plateaued by the end of num_steps", step, **out)
 
 
 def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
-                     method: str) -> Optional[dict]:
+                     method: str) -> Optional[Verdict]:
     """Paper mode: the last iterate on the boundary of the feasible set built from the given bounds
     (the projection or prox still binds): the bounds look wrong. A warning and a verdict, or None."""
     if feasible is None or last_A is None:
@@ -86,7 +92,7 @@ def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
     return not_converged(reason, step, bounds_look_wrong="upper" if high else "lower")
 
 
-def improper_verdict(probe: dict, step: int) -> dict:
+def improper_verdict(probe: dict, step: int) -> Verdict:
     """A target whose potential falls without bound along a ray (an improper density)."""
     rise = probe['potential_at_mode'] - probe['potential_far']
     how = (f"grows without bound along a direction from the mode (log p rises by {rise:.3g} nats "
@@ -97,59 +103,32 @@ def improper_verdict(probe: dict, step: int) -> dict:
                          "(infinite mass) has no Gaussian optimum", step, improper=probe)
 
 
-def budget_verdict(rec, rule, num_steps: int) -> dict:
+def budget_verdict(rec, rule, num_steps: int) -> Verdict:
     """Why a monitored run ended without the stopping rule firing: the averaging phase ran its
     course, or the budget ended it; either way whether F_hat was still falling (unconverged)."""
     from .averaging import AVERAGING_FACTOR
 
     falling = rule.falling()
-    out = {"step": rec.steps[-1], "decrease": rule.decrease, "stderr": rule.stderr,
-           "converged": False}
-    if rec.avg_start is not None:
-        out["averaging_from"] = rec.avg_start
-        cut = rec.steps[-1] >= num_steps and num_steps < rec.avg_start * (1 + AVERAGING_FACTOR)
-        out["converged"] = not (falling or cut)
-        out["reason"] = ("averaging finished" if not (falling or cut) else
-                         "NOT CONVERGED: num_steps ended the averaging phase early"
-                         + (" with F_hat still falling" if falling else ""))
-    else:
-        out["reason"] = ("NOT CONVERGED: num_steps reached with F_hat still falling" if falling else
-                         "NOT CONVERGED: num_steps reached before the objective was seen to "
-                         "plateau")
-    return out
+    out = {"decrease": rule.decrease, "stderr": rule.stderr}
+    if rec.avg_start is None:
+        return not_converged("num_steps reached with F_hat still falling" if falling else
+                             "num_steps reached before the objective was seen to plateau",
+                             rec.steps[-1], **out)
+    out["averaging_from"] = rec.avg_start
+    cut = rec.steps[-1] >= num_steps and num_steps < rec.avg_start * (1 + AVERAGING_FACTOR)
+    if falling or cut:
+        return not_converged("num_steps ended the averaging phase early"
+                             + (" with F_hat still falling" if falling else ""), rec.steps[-1], **out)
+    return stopped("averaging finished", rec.steps[-1], **out)
 
 
-def with_quality(stopped: Optional[dict], quality: dict) -> dict:
-    """The verdict with the approximation's quality (`vi.quality`): its numbers (Pareto k-hat, PSIS
-    ESS) and, when q is unreliable (k-hat > 0.7), a problem; `converged` (the optimiser's) kept."""
-    out = dict(stopped or {})
-    out["quality"] = {k: quality[k] for k in ("verdict", "khat", "ess", "num_draws", "message")}
-    out["numbers"] = {**(out.get("numbers") or {}), "pareto_khat": quality["khat"],
-                      "psis_ess": quality["ess"]}
-    if quality["verdict"] == "unreliable":
-        out["problems"] = [*(out.get("problems") or []), quality["message"]]
-    return out
-def as_verdict(stopped: Optional[dict], diverged: Optional[dict] = None) -> Verdict:
-    """The `inertia.verdict.Verdict` of a fit's stop record: its reason the one problem when it
-    did not converge (or diverged), its other entries the numbers."""
-    if not stopped:
-        return Verdict(False, ("no verdict",))
-    numbers = {k: v for k, v in stopped.items()
-               if k not in ("reason", "converged", "numbers", "problems", "quality")}
-    numbers.update(stopped.get("numbers") or {})
-    if stopped.get("quality"):  # beside the optimiser's verdict (vi.quality), not a problem of it
-        numbers["approximation_quality"] = stopped["quality"]["verdict"]
-    if stopped.get("converged") and not diverged:
-        return Verdict(True, (), numbers)
-    reason = str(stopped.get("reason") or "diverged")
-    return Verdict(False, (reason.removeprefix("NOT CONVERGED: "),), numbers)
+def with_quality(verdict: Verdict, quality: dict) -> Verdict:
+    """The verdict with the approximation's quality (`vi.quality`): its word and numbers (Pareto
+    k-hat, PSIS ESS); `converged` (the optimiser's) kept."""
+    return dataclasses.replace(verdict.with_numbers(pareto_khat=quality["khat"],
+                                                    psis_ess=quality["ess"]),
+                               quality=quality["verdict"])
 
 
-def headline(stopped: Optional[dict]) -> Optional[str]:
-    """The NOT CONVERGED line of the printed results, or None when the run converged."""
-    v = as_verdict(stopped)
-    return None if v.converged else v.line()
-
-
-__all__ = ["as_verdict", "not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
-           "improper_verdict", "budget_verdict", "with_quality", "headline", "PLATEAU_TOL"]
+__all__ = ["stopped", "not_converged", "diverged_verdict", "trace_verdict", "boundary_verdict",
+           "improper_verdict", "budget_verdict", "with_quality", "PLATEAU_TOL"]

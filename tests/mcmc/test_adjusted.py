@@ -184,7 +184,7 @@ def test_funnel_is_not_called_converged_and_readapts_at_most_max_retries_times()
     assert res.tuning["final_accept"] == targets[-1]
     after = [r for r in runs if r.get("after_sampling_divergences")]
     div = sum(res.chains["divergences"])
-    v = res.diagnostics.verdict()
+    v = res.diagnostics.line()
     # retries stop when a sampling run does not diverge or when MAX_RETRIES are spent; whether the
     # kept run at the last raised acceptance still meets the neck is the luck of its 300 steps
     # (seeds 0-5: 2, 2, 7, 7, 4, 1 divergences after 2 retries each; 0 at seeds 0 and 1 when only
@@ -208,7 +208,7 @@ def test_cli_json_has_per_chain_acceptance_and_total_gradients(capsys):
     assert rc == 0 and out["method"] == "hfhr-exact" and out["converged"]
     assert len(out["acceptance_rate"]) == 4 and len(out["divergences"]) == 4
     assert out["step_size"] == out["params"]["step_size"]
-    assert out["total_grad_evals"] == out["grad_evals_total"] > out["chains"] * out["steps"]
+    assert out["total_grad_evals"] > out["chains"] * out["steps"]
 
 
 def test_blackjax_style_kernel_is_pure_and_reproducible():

@@ -96,7 +96,7 @@ def test_nan_region_is_flagged():
     dg = res.diagnostics
     inside = int(np.sum(res.draws[:, 1000:, 0] > 1.0))
     assert dg.nonfinite_potential == inside > 0 and not dg.converged
-    assert "fix the model" in dg.verdict()
+    assert "fix the model" in dg.line()
 
 
 def test_default_length_runs_to_the_diagnostics_goal(kappa100):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import inertia  # noqa: F401
-from inertia.mcmc import default_parameters, sample
+from inertia.mcmc import SampleOptions, default_parameters, sample
 from inertia.targets import from_potential, kappa_family
 
 
@@ -89,6 +89,13 @@ def test_reproducible_shapes_info_and_arviz(gauss):
     assert a.diagnostics is not None and a.diagnostics.num_draws == 10  # burn-in: half the draws
     c = sample(gauss, "hfhr", **{**kw, "seed": 5})
     assert np.abs(c.draws - a.draws).max() > 1e-3
+    # the switches as one SampleOptions, keywords overriding it: the same draws
+    opts = SampleOptions(thinning=3, **default_parameters(gauss, "hfhr"))
+    d = sample(gauss, "hfhr", num_chains=3, num_steps=60, seed=4, options=opts.replace(thinning=1),
+               thinning=3)
+    np.testing.assert_array_equal(a.draws, d.draws)
+    with pytest.raises(TypeError, match="SampleOptions fields"):
+        sample(gauss, "hfhr", num_steps=60, num_leapfrogs=3)
     idata = a.to_arviz()
     # the kept draws are the posterior, the burn-in the warmup_posterior (ArviZ's groups)
     assert idata.posterior["x"].shape == idata.warmup_posterior["x"].shape == (3, 10, 2)

@@ -38,9 +38,9 @@ def test_flat_prior_separable_logistic_fit_is_not_converged():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = fit(from_numpyro(model, *_separable()))
-    assert res.converged is False and "improper" in res.stopped
-    assert res.stopped["reason"].startswith("NOT CONVERGED: the log density does not decay")
-    assert res.stopped["improper"]["falling"] is False  # V -> 0: flat, not falling
+    assert res.converged is False and "improper" in res.verdict.numbers
+    assert res.verdict.line().startswith("NOT CONVERGED: the log density does not decay")
+    assert res.verdict.numbers["improper"]["falling"] is False  # V -> 0: flat, not falling
     assert "NOT CONVERGED" in res.table()
 
 

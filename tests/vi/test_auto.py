@@ -43,7 +43,7 @@ def test_no_constants_small_logistic_converges_and_stops():
     t = small_logistic(n=60, p=3).replace(alpha=None, beta=None)
     res = fit(t, seed=0, init=(np.zeros(t.dim), np.eye(t.dim)))
     gap = res.history["gap"][:, 0]
-    assert res.bounds["estimated"] and res.stopped is not None
+    assert res.bounds["estimated"] and res.verdict.numbers["stop"]
     assert res.final_gap < 2e-3
     start = int(np.argmax(res.history["averaged"]))  # the phase-1 rule fired here
     assert gap[start] < 0.05 * gap[0]  # not before the objective had converged
@@ -170,10 +170,10 @@ def test_whitening_fits_a_spiky_ill_conditioned_target():
     assert abs(res.final_objective - f_star) < 4 * se
     np.testing.assert_allclose(np.sqrt(np.diag(res.cov)), sd_star, rtol=0.03)
     assert np.all(np.abs(res.mean) < 0.05 * sd_star)
-    assert res.stopped["converged"]
+    assert res.converged
     with pytest.warns(RuntimeWarning, match="NOT CONVERGED"):
         off = fit(t, seed=0, num_steps=600, whiten=False)
-    assert not off.stopped["converged"] and off.stopped["reason"].startswith("NOT CONVERGED")
+    assert not off.converged and off.verdict.line().startswith("NOT CONVERGED")
     assert np.max(np.abs(np.sqrt(np.diag(off.cov)) / sd_star - 1)) > 0.03
 
 
@@ -190,7 +190,7 @@ def test_averaging_extension_halves_the_step_and_never_ends_worse():
     at = list(res.history["step"]).index(ext[0]["step"])
     assert res.final_gap <= gap[at] + 2e-5
     assert res.final_gap < 0.05 * gap[list(res.history["step"]).index(avg["step"])]
-    assert res.stopped["converged"]
+    assert res.converged
 
 
 def test_choose_method_switches_only_on_a_large_whitened_condition_number():
@@ -246,9 +246,9 @@ def test_natural_gradient_runs_check_on_their_own_time_scale(monkeypatch):
     monkeypatch.setattr(auto, "SWITCH_KAPPA", 1.0)
     t, sd_star, f_star = _spiky([1.0, 100.0])
     res = fit(t, seed=0)
-    assert res.method == "ngvi-reparam" and res.stopped["converged"]
+    assert res.method == "ngvi-reparam" and res.converged
     assert int(np.diff(res.history["step"])[1]) == math.ceil(256 / res.batch_size)
-    assert res.stopped["step"] <= 5000
+    assert res.verdict.numbers["step"] <= 5000
     se = float(res.history["objective_stderr"][-1][0])
     assert abs(res.final_objective - f_star) < 4 * se
     np.testing.assert_allclose(np.sqrt(np.diag(res.cov)), sd_star, rtol=0.03)
@@ -283,5 +283,5 @@ def test_a_hierarchical_model_at_whitened_kappa_700_gets_ngvi_and_converges():
     assert "kappa" in chosen[0]["reason"]
     kappa = float(chosen[0]["reason"].split("kappa ")[1].split()[0])
     assert SWITCH_KAPPA <= kappa < 1e4
-    assert res.stopped["converged"], res.stopped
+    assert res.converged, res.verdict
     assert res.num_steps < 10000

@@ -14,5 +14,5 @@ def test_plateau_at_the_last_update_finishes_with_a_verdict():
     r = fit(t, "stl-proj", batch_size=8, num_steps=40, tol=1e3, window=2, checkpoint_every=10,
             quality=False)
     assert r.averaged == {"from_step": 40, "checkpoints": 0}
-    assert not r.stopped["converged"] and "averaging phase early" in r.stopped["reason"]
+    assert not r.converged and "averaging phase early" in r.verdict.line()
     assert r.num_steps == 40 and np.all(np.isfinite(r.mean))

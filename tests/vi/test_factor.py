@@ -127,7 +127,7 @@ def test_divergence_keeps_the_last_finite_state():
 
     t = from_potential(lambda x: 0.5 * x @ x + x[0] * jnp.where(x[0] > 2.5, jnp.nan, 0.0), 5)
     out = fit_factor(t, np.zeros(5), np.ones(5), rank=2, num_steps=2000, every=10)
-    assert not out["stopped"]["converged"] and "not finite" in out["stopped"]["reason"]
+    assert not out["verdict"].converged and "not finite" in out["verdict"].line()
     assert np.all(np.isfinite(out["mean"])) and np.all(np.isfinite(out["cov"].D))
 
 
@@ -163,7 +163,7 @@ def test_factor_run_reaches_the_target_from_several_starts(start):
     x0, s = {"offset": (mu + 2 * sd, sd), "narrow": (mu, sd / 3),
              "wide": (mu - sd, 3 * sd)}[start]
     out = fit_factor(t, x0, s, rank=2, seed=0)
-    assert out["stopped"]["converged"]
+    assert out["verdict"].converged
     Sq, mq = out["cov"].dense(), out["mean"]
     P = np.linalg.inv(S)
     kl = 0.5 * (np.trace(P @ Sq) - 40 + (mu - mq) @ P @ (mu - mq)
@@ -221,7 +221,7 @@ def test_averaging_runs_until_the_average_plateaus():
 
     out = fit_factor(t, mu, sd, rank=2, seed=0)
     plateau = out["averaged"]["from_step"]
-    assert out["stopped"]["converged"] and out["stopped"]["averaging_steps"] >= plateau
+    assert out["verdict"].converged and out["verdict"].numbers["averaging_steps"] >= plateau
     cut = fit_factor(t, mu, sd, rank=2, seed=0, num_steps=2 * plateau)
-    assert not cut["stopped"]["converged"] and "averaging phase" in cut["stopped"]["reason"]
+    assert not cut["verdict"].converged and "averaging phase" in cut["verdict"].line()
     assert kl(out) < 0.3 and kl(out) < 0.8 * kl(cut)

@@ -52,7 +52,8 @@ def test_gaussian_target_is_adequate_and_corrected_moments_are_exact():
     q = res.quality
     assert res.converged and q["verdict"] == "adequate" and q["khat"] < 0.5
     assert q["num_draws"] == 4000 and q["ess"] > 3000
-    assert res.stopped["numbers"]["pareto_khat"] == q["khat"] and "problems" not in res.stopped
+    assert res.verdict.numbers["pareto_khat"] == q["khat"] and res.verdict.problems == ()
+    assert res.verdict.quality == "adequate"
     # a deliberately wrong q (1.3x wider, shifted by 0.3 sd): weights bounded (k-hat < 0.5) and the
     # PSIS-corrected moments equal the exact ones within 4 Monte Carlo s.e. (sd / sqrt(ESS) for a
     # mean; sd * sqrt(2 / ESS) for an sd, a Gaussian's; a failure probability ~1e-4 per entry)
@@ -102,7 +103,7 @@ def test_poor_gaussians_are_unreliable(name):
     # the Gaussian is poor: some sd at least 25 % off
     sds = np.array([r["sd"] for r in res.summary()])
     assert np.max(np.abs(sds / truth_sd - 1)) > 0.25
-    assert q["message"] in res.stopped["problems"]
+    assert res.verdict.quality == "unreliable"
     assert "mean_psis" not in res.summary()[0]
     assert "unreliable" in res.table() and "run `sample`" in res.table()
     with pytest.raises(ValueError, match="k-hat"):
@@ -146,7 +147,7 @@ def test_quality_in_json_arviz_and_paper_mode():
     # the third look's budget is the fit's own wall time so far (its check after it)
     assert 0 < q["fit_seconds"] < res.cost["wall_seconds"] - q["seconds"] + 1e-6
     d = json.loads(json.dumps(res.to_dict()))
-    assert d["quality"]["verdict"] == "adequate" and d["stopped"]["quality"]["khat"] == q["khat"]
+    assert d["quality"]["verdict"] == "adequate" and d["numbers"]["pareto_khat"] == q["khat"]
     from inertia.results.idata import read_attrs
 
     attrs = read_attrs(res.to_arviz(num_draws=100))
@@ -178,8 +179,8 @@ def test_cli_exits_4_when_unreliable(tmp_path, capsys):
 def test_ensure_adequate_runs_the_exact_sampler_from_the_fit():
     res = _fit(_log_gamma(0.3), ensure="adequate")  # k-hat ~0.95: escalated
     assert type(res).__name__ == "SampleResult"
-    assert res.fit.quality["verdict"] == "unreliable" and res.verdicts["fit"]["converged"]
-    assert "unreliable" in res.verdicts["escalated"]
+    assert res.fit.verdict.quality == "unreliable" and res.fit.converged
+    assert "unreliable" in res.escalated and res.verdict.numbers["escalated"] == res.escalated
     r = res.summary()[0]  # E theta = digamma(0.3) within 4 Monte Carlo s.e. of the chains
     assert res.converged and abs(r["mean"] - digamma(0.3)) < 4 * r["mcse"]
     with pytest.raises(ValueError, match="ensure"):
@@ -322,10 +323,10 @@ def test_approximate_gp_is_proper_and_its_gaussian_unreliable():
     mode = find_mode(t)
     assert mode.converged and probe_unbounded(t, mode.x, inverse_factor(mode.hessian)) is None
     res = _fit(t)
-    assert res.converged and "improper" not in res.stopped
+    assert res.converged and "improper" not in res.verdict.numbers
     q = res.quality
     assert q["verdict"] == "unreliable" and q["khat"] > 0.7
-    assert q["message"] in res.stopped["problems"]
+    assert res.verdict.quality == "unreliable"
     # and rightly so: NumPyro NUTS (5000 draws after 2000 warm-up, target acceptance 0.95, ESS 1190
     # for alpha) gives the GP amplitude alpha an sd of 1.55, the Gaussian's is about a tenth of it;
     # a factor 2 leaves room for the reference's own error (2-3 % Monte Carlo, its divergences)
@@ -474,7 +475,7 @@ def test_a_weakly_identified_spline_regression_is_proper_and_its_correction_righ
     t, mean, sd = _spline_regression()
     res = _fit(t)
     # a proper posterior with weakly identified directions: no improper-target alarm
-    assert res.converged and "improper" not in res.stopped
+    assert res.converged and "improper" not in res.verdict.numbers
     q = res.quality
     assert q["corrected"] and q["verdict"] != "unreliable"
     rows = res.summary()

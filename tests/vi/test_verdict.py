@@ -1,4 +1,4 @@
-"""Every fit ends with a verdict: stopped["converged"] True or False, NOT CONVERGED with the reason
+"""Every fit ends with a verdict: converged True or False, NOT CONVERGED with the reason
 in the table, the JSON and the CLI (exit status 3), on a divergent run, an improper target and
 given bounds that keep the iterate on the feasible set's boundary."""
 import json
@@ -30,8 +30,8 @@ def test_divergent_run_says_not_converged():
     t = gaussian(np.zeros(3), np.diag([1.0, 10.0, 100.0])).replace(alpha=1.0, beta=100.0)
     res = _quiet(fit, t, "stl-proj", batch_size=4, num_steps=200, step_size=5.0)
     assert res.diverged is not None
-    assert res.stopped["converged"] is False and not res.converged
-    assert res.stopped["reason"].startswith("NOT CONVERGED: diverged")
+    assert res.verdict.converged is False and not res.converged
+    assert res.verdict.line().startswith("NOT CONVERGED: diverged")
     assert res.table().splitlines()[0].startswith("NOT CONVERGED")
     assert res.to_dict()["converged"] is False
 
@@ -40,7 +40,7 @@ def test_improper_target_says_not_converged_and_the_table_says_so():
     t = from_potential(_improper_potential, 3, name="improper")
     with pytest.warns(RuntimeWarning, match="grows without bound"):
         res = fit(t)
-    assert res.stopped["converged"] is False and "improper" in res.stopped
+    assert res.verdict.converged is False and "improper" in res.verdict.numbers
     assert res.table().startswith("NOT CONVERGED: the log density grows without bound")
     d = res.to_dict()
     assert d["converged"] is False and d["verdict"].startswith("NOT CONVERGED")
@@ -55,7 +55,7 @@ def test_wrong_bounds_in_paper_mode_are_named_and_the_numbers_unchanged():
     # sym feasible set: sd <= 2 / sqrt(alpha) = 0.894 -> KL = 3/2 (0.8 - 1 - log 0.8); off the
     # optimum the STL gradient keeps its noise (0.4 % here)
     assert bad.final_gap == pytest.approx(1.5 * (0.8 - 1 - np.log(0.8)), rel=0.01)  # + noise
-    assert bad.stopped["converged"] is False and bad.stopped["bounds_look_wrong"] == "upper"
+    assert bad.verdict.converged is False and bad.verdict.numbers["bounds_look_wrong"] == "upper"
     good = fit(t.replace(alpha=1.0, beta=1.0), "stl-proj", batch_size=8, num_steps=1000)
     assert good.converged and good.final_gap < 1e-10
 
@@ -65,7 +65,7 @@ def test_paper_mode_verdict_leaves_the_iterates_bit_for_bit():
     a = fit(t, "fd-prox", batch_size=2, num_steps=50, seed=3)
     b = fit(t, "fd-prox", batch_size=2, num_steps=50, seed=3, evaluate=False)
     assert np.array_equal(a.mean, b.mean) and np.array_equal(a.cov, b.cov)
-    assert isinstance(a.stopped["converged"], bool) and b.stopped["converged"] is False
+    assert isinstance(a.verdict.converged, bool) and b.verdict.converged is False
 
 
 def test_cli_exits_3_on_an_improper_model_file(tmp_path, capsys):
