@@ -330,7 +330,7 @@ def main(argv=None):
             "settings": {k: v for k, v in cfg.items()}, "thresholds": THRESHOLDS}
     for key in args.problems.split(","):
         run_problem(key, cfg, runs)
-        from inertia.experiments._runner import dump_json
+        from reproductions._runner import dump_json
 
         dump_json({"meta": meta, "runs": runs}, out / "peers.json")
     plot(runs, out / "peers.png")

@@ -23,7 +23,7 @@ import inertia.config
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
 import inertia  # noqa: F401
-from inertia.experiments.sgmcmc import sim_linear, sim_poisson
+from reproductions.sgmcmc import sim_linear, sim_poisson
 from inertia.sgmcmc import kernels, linear_regression, poisson_regression, tune
 from inertia.sgmcmc._linalg import unvech, vech
 from inertia.sgmcmc.offline import offline

@@ -7,7 +7,7 @@ the exact stationary variances under the tuned Lambda (printed and code forms) t
 import numpy as np
 
 import inertia  # noqa: F401
-from inertia.experiments.sgmcmc import sim_linear, sim_linear_code
+from reproductions.sgmcmc import sim_linear, sim_linear_code
 from inertia.sgmcmc import linear_regression, stationary, tune
 from inertia.sgmcmc.offline import offline
 from inertia.sgmcmc.predict import _lrws_parts

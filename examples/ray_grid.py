@@ -2,7 +2,7 @@
 import tempfile
 from pathlib import Path
 
-from inertia.experiments import _runner
+from reproductions import _runner
 
 
 def cell(kappa, seeds):

@@ -639,7 +639,7 @@ CASES = [
      "calibrate('linear', (X, X[:, 1] ** 2), batch_size=5, num_steps=50, tuning='x')",
      "ValueError", ""),
     # API: experiments runner
-    ("truncated cell file", "api", "import os, pathlib; from inertia.experiments._runner import "
+    ("truncated cell file", "api", "import os, pathlib; from reproductions._runner import "
      "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells')); s.save('k', [1, 2])\n"
      "s.path('k').write_text('[1,'); s.get_or_compute('k', lambda: 0)", "ValueError",
      "names the file"),
@@ -922,27 +922,27 @@ OTHER_CASES = [
     ("make_target logistic on a NaN CSV", "api", "from inertia.targets.zoo import make_target\n"
      "make_target('logistic', data='{b_nan}', response='y')", "DatasetError", "", "line 12"),
     # API: reproduction cells
-    ("edited cell", "api", "import os, pathlib, json; from inertia.experiments._runner import "
+    ("edited cell", "api", "import os, pathlib, json; from reproductions._runner import "
      "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
      "s.save('k', {{'mean': 0.74, 'sd': 0.19}})\np = s.path('k')\n"
      "p.write_text(p.read_text().replace('0.74', '0.75')); s.get_or_compute('k', lambda: 0)",
      "ValueError", "", "delete it to recompute"),
     ("cell renamed to another key", "api", "import os, pathlib; from "
-     "inertia.experiments._runner import CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'],"
+     "reproductions._runner import CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'],"
      " 'cells')); s.save('a', [1.0])\ns.path('a').rename(s.path('b'))\n"
      "s.get_or_compute('b', lambda: 0)", "ValueError", "", "delete it to recompute"),
-    ("cell without checksum", "api", "import os, pathlib; from inertia.experiments._runner "
+    ("cell without checksum", "api", "import os, pathlib; from reproductions._runner "
      "import CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
      "s.path('k').write_text('[1.0, 2.0]'); s.get_or_compute('k', lambda: 0)", "ValueError", "",
      "no checksum"),
-    ("cell round trip", "api", "import os, pathlib; from inertia.experiments._runner import "
+    ("cell round trip", "api", "import os, pathlib; from reproductions._runner import "
      "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
      "s.save('k', {{'x': [0.1, float('nan')]}})\n"
      "assert s.get_or_compute('k', lambda: 0) == {{'x': [0.1, None]}}", "ok", "", ""),
     ("sgmcmc-linear reps=0 (API)", "api", "from inertia import experiments\n"
      "import os; experiments.run('sgmcmc-linear', os.environ['HOME'] + '/r', quick=True, reps=0)", "ValueError", "",
      "reps"),
-    ("dump_json to /dev/full", "api", "from inertia.experiments._runner import dump_json\n"
+    ("dump_json to /dev/full", "api", "from reproductions._runner import dump_json\n"
      "dump_json({{'a': 1}}, '/dev/full')", "OSError", "", "No space left"),
 ]
 

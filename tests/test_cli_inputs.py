@@ -58,8 +58,8 @@ def test_static_names_match_registries():
 
 
 def test_catalog_matches_registry_and_experiments_extra():
-    from inertia.experiments import registry
-    from inertia.experiments._catalog import CATALOG, describe
+    from reproductions import registry
+    from reproductions._catalog import CATALOG, describe
 
     assert sorted(CATALOG) == sorted(registry())
     extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
@@ -132,7 +132,7 @@ def test_output_paths_checked_before_the_run(tmp_path, monkeypatch, capsys):
 
 
 def test_interrupt_is_one_line_with_resume_hint(tmp_path, monkeypatch, capsys):
-    import inertia.experiments as ex
+    import reproductions as ex
 
     def stop(out, quick):
         raise KeyboardInterrupt
@@ -144,8 +144,18 @@ def test_interrupt_is_one_line_with_resume_hint(tmp_path, monkeypatch, capsys):
     assert len(err) == 1 and str(out) in err[0] and "again to resume" in err[0]
 
 
+def test_reproduce_without_the_folder_names_it(tmp_path, monkeypatch, capsys):
+    """An install without the checkout's reproductions/ folder: parsing works, running names it."""
+    from inertia.cli import reproduce
+
+    monkeypatch.setattr(reproduce, "FOLDER", tmp_path / "reproductions")
+    assert main(["reproduce", "lower-bound", "--quick", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "reproductions/" in err and str(tmp_path / "reproductions") in err
+
+
 def test_truncated_cell_names_the_file(tmp_path):
-    from inertia.experiments._runner import CellStore
+    from reproductions._runner import CellStore
 
     store = CellStore(tmp_path)
     store.save("a", {"x": [1, 2, 3]})
@@ -271,14 +281,14 @@ def test_reps_below_one_refused(capsys):
             main(["reproduce", "sgmcmc-linear", "--quick", "--reps", reps])
         assert ex.value.code == 2
         assert "--reps: must be >= 1" in capsys.readouterr().err
-    from inertia.experiments.sgmcmc import _with_reps
+    from reproductions.sgmcmc import _with_reps
 
     with pytest.raises(ValueError, match="reps"):
         _with_reps({"runs": 5}, 0)
 
 
 def test_edited_cell_is_named_not_adopted(tmp_path):
-    from inertia.experiments._runner import CellStore, cell_key, run_cells
+    from reproductions._runner import CellStore, cell_key, run_cells
 
     store = CellStore(tmp_path)
     key = cell_key(method="sgd", seed=0)

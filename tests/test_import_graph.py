@@ -97,9 +97,9 @@ def test_no_upward_arrows():
             in_cli = dep == "inertia.cli" or dep.startswith("inertia.cli.")
             if in_cli and mod != "inertia.__main__" and not mod.startswith("inertia.cli"):
                 bad.append((mod, dep))
-            private = dep.startswith("inertia.experiments.") and \
+            private = dep.startswith("reproductions.") and \
                 dep.rpartition(".")[2].startswith("_")
-            if private and not mod.startswith("inertia.experiments"):
+            if private and not mod.startswith("reproductions"):
                 bad.append((mod, dep))
     assert bad == []
 
@@ -146,3 +146,13 @@ def test_drivers_read_at_once():
         fn = _function(path, name)
         body = fn.body[1:] if isinstance(fn.body[0], ast.Expr) else fn.body
         assert body[-1].end_lineno - body[0].lineno + 1 <= limit, name
+
+
+def test_the_library_does_not_import_the_reproductions():
+    """The paper reproductions live beside the package (reproductions/); only `inertia reproduce`
+    loads them, from a checkout, by path."""
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            assert not any(n.split(".")[0] == "reproductions" for n in names), path

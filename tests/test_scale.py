@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from inertia.experiments import _runner
+from reproductions import _runner
 
 FIT = textwrap.dedent("""
     import json, sys

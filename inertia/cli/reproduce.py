@@ -1,20 +1,43 @@
-"""`inertia reproduce`: rerun one of the papers' experiments (resumable)."""
+"""`inertia reproduce`: rerun one of the papers' experiments (resumable).
+
+The experiments are not part of the installed library: they live in the `reproductions/` folder
+of a source checkout, beside `inertia/` and `benchmarks/`, and this command imports them from there.
+"""
 from __future__ import annotations
 
+import importlib
+import inspect
+import sys
 from pathlib import Path
 
 from ._args import Formatter, check_output_dir, positive_int
 
+FOLDER = Path(__file__).resolve().parents[2] / "reproductions"
+
+
+def reproductions(name: str = ""):
+    """The checkout's `reproductions` package (its submodule `name`), or a clear error naming the
+    folder when this install has none."""
+    if not (FOLDER / "__init__.py").is_file():
+        raise ImportError(f"`inertia reproduce` runs the experiments of a source checkout's "
+                          f"reproductions/ folder, and there is none at {FOLDER}: clone the "
+                          "repository and install it with `pip install -e .` to run them")
+    if str(FOLDER.parent) not in sys.path:
+        sys.path.insert(0, str(FOLDER.parent))
+    return importlib.import_module("reproductions" + (f".{name}" if name else ""))
+
 
 def add_parser(sub):
     """Add `inertia reproduce` to the top-level parser."""
-    from inertia.experiments import CATALOG
-
+    try:
+        names = ", ".join(sorted(reproductions("_catalog").CATALOG)) + " (details: --list)"
+    except ImportError:
+        names = f"none here (they need the reproductions/ folder of a source checkout: {FOLDER})"
     p = sub.add_parser(
         "reproduce", help="rerun one of the papers' experiments (resumable)", formatter_class=Formatter,
-        description="Rerun one of the papers' experiments. Every finished cell is saved under "
-                    "--out as it completes; rerunning the same command resumes.\n\n"
-                    "experiments: " + ", ".join(sorted(CATALOG)) + " (details: --list)")
+        description="Rerun one of the papers' experiments (the reproductions/ folder of a source "
+                    "checkout). Every finished cell is saved under --out as it completes; rerunning "
+                    "the same command resumes.\n\nexperiments: " + names)
     p.add_argument("name", nargs="?", metavar="NAME",
                    help="experiment name (omit, or use --list, to list them)")
     p.add_argument("--quick", action="store_true", help="reduced size (what the tests run)")
@@ -48,33 +71,28 @@ def interrupted(args) -> str:
 
 
 def run(args) -> int:
-    from inertia.experiments import CATALOG, describe, uncatalogued
-
+    catalog = reproductions("_catalog")
     if args.list or not args.name:
-        print(describe(uncatalogued()))
+        print(catalog.describe(reproductions().uncatalogued()))
         return 0
-    if args.name not in CATALOG and args.name not in uncatalogued():
+    if args.name not in catalog.CATALOG and args.name not in reproductions().uncatalogued():
         raise ValueError(f"unknown experiment {args.name!r}; available: "
-                         f"{', '.join(sorted(CATALOG))} (see --list)")
+                         f"{', '.join(sorted(catalog.CATALOG))} (see --list)")
     if args.backend != "ray" and args.address:
         raise ValueError("--address applies to --backend ray only")
     out = _out(args)
     check_output_dir(out, "--out")
-    from inertia import experiments
-
+    experiments = reproductions()
     experiments.configure(args.backend, args.address)
-    run = experiments.registry()[args.name]
+    registry = experiments.registry()
     if args.reps is not None:
-        import inspect
-
-        takes = sorted(n for n, f in experiments.registry().items()
-                       if "reps" in inspect.signature(f).parameters)
+        takes = sorted(n for n, f in registry.items() if "reps" in inspect.signature(f).parameters)
         if args.name not in takes:
             raise ValueError(f"--reps applies to the experiments with repetitions "
                              f"({', '.join(takes)}); {args.name} has none")
     options = {"reps": args.reps} if args.reps is not None else {}
     if args.saved_only:
         options["saved_only"] = True
-    run(Path(out), args.quick, **options)
+    registry[args.name](Path(out), args.quick, **options)
     print(f"results in {out}")
     return 0

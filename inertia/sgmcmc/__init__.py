@@ -13,7 +13,7 @@ autocorrelations, iterate averages), `kernels` (BlackJAX-style SG(L)D steps and 
 Large data (docs/sgmcmc.md, "Large data"): `passes` (chunked and sharded sums over rows), `large`
 (the offline step by passes over a row source), `stream` (continuable chains, run to an ESS).
 """
-from . import bounds, kernels, large, models, offline, passes, predict, stream, test_loss, tuning
+from . import kernels, large, models, offline, passes, predict, stream, tuning
 from .calibrate import CalibrationResult, CalibrationWarning, calibrate, empirical_ess, rel_fro
 from .kernels import SGLDInfo, SGLDState, build_kernel, minibatch_indices, proxy_gradient, sample
 from .models import (Model, from_loss, linear_regression, logistic_regression, make_model,
@@ -25,8 +25,7 @@ from .tuning import METHODS, Tuning, tune
 
 __all__ = [
     "calibrate", "CalibrationResult", "CalibrationWarning", "empirical_ess", "rel_fro",
-    "bounds", "kernels", "large", "models", "offline", "passes", "predict", "stream", "test_loss",
-    "tuning",
+    "kernels", "large", "models", "offline", "passes", "predict", "stream", "tuning",
     "SGLDInfo", "SGLDState", "build_kernel", "minibatch_indices", "proxy_gradient", "sample",
     "Model", "from_loss", "linear_regression", "logistic_regression", "make_model",
     "poisson_regression", "Curvature", "curvature", "fit_map",

@@ -9,7 +9,6 @@ from .zoo import MODELS, make_target
 _LAZY = {name: module for module, names in {
     "glm": ("glm_target", "hermite_nodes", "logistic_regression", "probit_regression"),
     "graph_probit": ("graph_probit", "graph_probit_dataset", "graph_probit_reference"),
-    "hard": ("hard_family", "hard_pair"),
 }.items() for name in names}
 
 
@@ -46,6 +45,6 @@ __all__ = [
     "GaussianExpectations", "ObservationModel", "Target", "TargetError", "check_point",
     "from_logdensity", "from_potential", "from_numpyro", "from_pymc", "gaussian", "kappa_family",
     "glm_target", "hermite_nodes", "logistic_regression", "probit_regression", "graph_probit",
-    "graph_probit_dataset", "graph_probit_reference", "hard_family", "hard_pair", "MODELS",
+    "graph_probit_dataset", "graph_probit_reference", "MODELS",
     "make_target",
 ]

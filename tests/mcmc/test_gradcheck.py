@@ -66,7 +66,7 @@ def _correct_targets():
     from models import BUILDERS, load
 
     from inertia.targets import kappa_family
-    from inertia.targets.hard import hard_family
+    from reproductions.hard import hard_family
     from inertia.targets.zoo import make_target
 
     out = {n: load(n).target for n in BUILDERS if n != "hier-linear-8-noncentred"}
