@@ -13,52 +13,65 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import weakref
 from typing import Optional
+
+import jax.monitoring
 
 COMPILE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
                   "/jax/core/compile/jaxpr_to_mlir_module_duration",
                   "/jax/core/compile/backend_compile_duration")
 _LOCAL = threading.local()
-_REGISTERED = []
 _LOCK = threading.Lock()
+_OPEN = [0]  # meters open in the process: the listener is registered while there is one
 
 
 def _on_event(name, seconds, **_):
     if name in COMPILE_EVENTS:
-        for meter in getattr(_LOCAL, "meters", ()):
+        for meter in list(getattr(_LOCAL, "meters", ())):
             meter.compile_seconds += float(seconds)
 
 
-def _register():
+def _acquire():
     with _LOCK:
-        if not _REGISTERED:
-            import jax.monitoring
-
+        if _OPEN[0] == 0:
             jax.monitoring.register_event_duration_secs_listener(_on_event)
-            _REGISTERED.append(True)
+        _OPEN[0] += 1
+
+
+def _release():
+    with _LOCK:
+        _OPEN[0] -= 1
+        if _OPEN[0] == 0:
+            jax.monitoring.unregister_event_duration_listener(_on_event)
 
 
 class Meter:
-    """Compile seconds (this thread's JAX compile events) and wall seconds since `start`."""
+    """Compile seconds (this thread's JAX compile events) and wall seconds since `start`. JAX's
+    listener is registered while some meter is open and removed when the last one stops (or,
+    should a call raise before `stop`, when its meter is collected): nothing outlives a call."""
 
     def __init__(self):
         self.compile_seconds = 0.0
         self.t0 = time.perf_counter()
         self.wall = None
+        self._held = None
 
     def start(self) -> "Meter":
-        _register()
+        if self._held is None:
+            _acquire()
+            self._held = weakref.finalize(self, _release)
         self.t0 = time.perf_counter()
         meters = getattr(_LOCAL, "meters", None)
         if meters is None:
-            meters = _LOCAL.meters = []
-        meters.append(self)
+            meters = _LOCAL.meters = weakref.WeakSet()  # a meter never stopped is still collected
+        meters.add(self)
         return self
 
     def stop(self) -> "Meter":
-        meters = getattr(_LOCAL, "meters", [])
-        if self in meters:
-            meters.remove(self)
+        getattr(_LOCAL, "meters", set()).discard(self)
+        if self._held is not None:
+            self._held()  # once: a finalizer runs at most one time
         self.wall = time.perf_counter() - self.t0
         return self
 

@@ -190,3 +190,30 @@ def test_process_wide_limits_hold_until_the_last_thread_leaves():
     tb.join(60)
     assert seen["b"] == max(old[0], _gc.YOUNG_THRESHOLD)  # still raised for B
     assert gc.get_threshold() == old  # restored after the last one
+
+
+def test_no_listener_or_thread_outlives_a_call():
+    """After fit, sample and calibrate return (or a fit raises after it began), JAX's monitoring
+    listeners and the process's threads are those of before."""
+    from jax._src import monitoring  # the listeners' only view: JAX's private registry
+
+    from inertia.mcmc import sample
+    from inertia.sgmcmc import calibrate
+
+    def listeners():
+        return (list(monitoring._event_listeners), list(monitoring._event_duration_secs_listeners))
+
+    t = gaussian(np.array([1.0, -2.0]), np.diag([1.0, 4.0]))
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = X @ np.array([1.0, -1.0]) + rng.normal(size=40)
+    before, threads = listeners(), set(threading.enumerate())
+    fit(t, "stl-proj", num_steps=50, batch_size=4, seed=0)
+    sample(t, num_chains=2, num_steps=100, seed=0)
+    calibrate("linear", (X, y), batch_size=10, num_steps=100, num_chains=2, seed=0)
+    try:
+        fit(t, "stl-proj", num_steps=0)  # refused after the call's cost meter started
+    except ValueError:
+        pass
+    assert listeners() == before
+    assert set(threading.enumerate()) <= threads
