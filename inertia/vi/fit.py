@@ -6,7 +6,6 @@ the stopping rule of `monitor`; `options.FitOptions` holds their switches.
 """
 from __future__ import annotations
 
-import time
 from typing import Optional, Sequence
 
 import numpy as np
@@ -82,7 +81,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                       batch_size, step_size, init, progress, dtype)
     if res is not None:  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
         res = _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
-                      quality, meter)
+                      quality)
         return _with_cost(res, meter, res.pop_programs())
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
@@ -126,7 +125,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     finally:
         bar.close()
     # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (vi.ensure)
-    res = _finish(res, source, target, prep, wh, chosen, dtype, quality, meter)
+    res = _finish(res, source, target, prep, wh, chosen, dtype, quality)
     return _with_cost(res, meter, list(runner.compiled.values()))
 
 
@@ -172,10 +171,9 @@ def _with_cost(res, meter, programs):
     return res
 
 
-def _finish(res, source, target, prep, wh, chosen, dtype, quality=True, meter=None):
+def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
     """The run's result in the user's coordinates, with the improper-target verdict, the
-    whitening and method-choice events, the dtype, the model's description and the quality check
-    (its third look sized by the fit's wall time so far, `meter`'s)."""
+    whitening and method-choice events, the dtype, the model's description and the quality check."""
     if prep.improper is not None:
         res.verdict = verdicts.improper_verdict(prep.improper, res.history["step"][-1])
         res.events.append({"event": "improper target", "step": 0,
@@ -196,8 +194,7 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True, meter=No
     if quality:
         from .quality import assess
 
-        fit_seconds = None if meter is None else time.perf_counter() - meter.t0
-        res.quality, res.quality_weights = assess(source, res, fit_seconds=fit_seconds)
+        res.quality, res.quality_weights = assess(source, res)
         res.verdict = verdicts.with_quality(res.verdict, res.quality)
     return res
 

@@ -25,16 +25,15 @@ where k-hat is below 0.5 by more than its own sampling sd (`khat_sd`, |1 + k| / 
 = 0.4; the bias only raises k-hat). Where k-hat after the second look is within its sd of 0.7 the
 verdict is a coin flip between "use the corrected answer" and "run `sample`" (within its sd of 0.5:
 between the Gaussian's answer and the corrected one), and a third look extends the draws to
-BORDER_DRAWS = 64,000 (sd 0.06 there), as far as the check's time allows: the earlier looks' time
-per draw (the fastest look's potential evaluations, as a pause of a busy machine during one look
-is no cost of its draws, plus the latest PSIS fit's) sets how many more blocks of 4000 draws keep
-the whole check within CHECK_FRACTION (a tenth) of the fit's wall time so far, or CHECK_SECONDS
-(0.1 s) where that is more (a fit of under a second is not worth a false alarm); where not one
-block fits, no third look (a
-hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for 64,000 draws: the
-potential's cost is its data's, the fit's per gradient is mostly its sequential updates'); the
-message says so. The looks' sizes then depend on measured times: `assess(..., fit_seconds=inf)`
-is the uncut check, the same on every run of a seed. An "unreliable" (k-hat above 0.7 after the
+BORDER_DRAWS = 64,000 (sd 0.06 there), as far as the fit's own gradient count allows: at most the
+fit's gradient and Hessian-vector evaluations per seed (a potential evaluation costing 0.08-0.2 of
+a gradient, the third look stays within about a fifth of the fit's evaluation work), at least
+THIRD_DRAWS = 32,000 (cheap where the fit was: a small fit is not worth a false alarm), in whole
+blocks of 4000 (a hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for
+64,000 draws: the potential's cost is its data's, the fit's per gradient is mostly its sequential
+updates'); where the count cuts it, the message says so. Every look's size is a function of the
+fit and the seed alone, never of a clock: one seed gives the same numbers and words on any machine
+and under any load. An "unreliable" (k-hat above 0.7 after the
 second look) is confirmed on the third look too, since it sends the user to the sampler: a logistic
 regression on 80 rows (d = 3) gave k-hat 0.67-0.95 on four sets of 16,000 draws (PSIS ESS 15,231
 of 16,000 on one) and 0.27-0.35 on 64,000, the small-S bias again; the "unreliable" stands unless
@@ -51,18 +50,19 @@ for every k up to 0.76. The looks' normals are kept within MAX_BYTES (64 MiB) pe
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from typing import Optional
 
 import numpy as np
 
+from .._scope import in_float64
+from ..results.idata import arviz
+
 FIRST_DRAWS = 4000  # draws of q per seed of the first look (as many as results.build.FIT_DRAWS)
 NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d = 1)
 SECOND_DRAWS = 16000  # draws of q per seed of the second look, at least
 BORDER_DRAWS = 64000  # draws of q per seed of the third look: k-hat within its sd of 0.5 or 0.7
-CHECK_FRACTION = 0.1  # the third look stops where the check would pass this part of the fit's time
-CHECK_SECONDS = 0.1  # ... or this many seconds, whichever is more
+THIRD_DRAWS = 32000  # draws of q per seed of the third look, at least (more up to the fit's count)
 MAX_BYTES = 64 * 2**20  # a look's normals at most this large per seed: 64,000 draws up to d = 131
 ADEQUATE, USABLE = 0.5, 0.7  # k-hat thresholds (Yao et al. 2018; Vehtari et al. 2024)
 CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corrected twin
@@ -97,7 +97,7 @@ def message(quality: dict) -> str:
         kt += (f"; {shown(quality['earlier_khat'])} on the shorter look, and not below 0.7 by its "
                "sd on this one")
     wanted = quality.get("third_look_wanted", BORDER_DRAWS)
-    cut = (f" (a third look of {wanted} cut to what a tenth of the fit's time affords)"
+    cut = (f" (a third look of {wanted} cut to the fit's own gradient count)"
            if quality.get("third_look_capped") else "")
     head = (f"approximation quality: {quality['verdict']} (Pareto k-hat {kt} on {n} draws of q"
             f"{cut}, PSIS ESS {quality['ess']:.0f})")
@@ -111,8 +111,6 @@ def message(quality: dict) -> str:
 
 def _psislw(lw):
     """(smoothed normalised log weights, k-hat) along the last axis, by ArviZ."""
-    from ..results.idata import arviz
-
     az = arviz()
     with warnings.catch_warnings():  # the verdict says it in words
         warnings.simplefilter("ignore")
@@ -203,44 +201,30 @@ def _factor_log_weights(target, res, num_draws, seed, start=0):
     return np.where(np.isfinite(lw), lw, -np.inf)[None]
 
 
-def assess(target, res, num_draws: Optional[int] = None, seed: int = 0,
-           fit_seconds: Optional[float] = None) -> tuple[dict, np.ndarray]:
+@in_float64
+def assess(target, res, num_draws: Optional[int] = None, seed: int = 0) -> tuple[dict, np.ndarray]:
     """(quality dict, (seed, draw) PSIS-smoothed normalised log weights) of a fit: k-hat (the worst
-    seed's), the PSIS effective sample size 1 / sum w^2 (the worst seed's), the verdict, the looks'
-    draws and how long the check took; on FIRST_DRAWS draws of q per seed, extended to
-    `second_look_draws` unless k-hat is below 0.5 by more than its sampling sd, and to
-    `third_look_draws` (within a tenth of `fit_seconds`, the fit's wall time; by default
-    `res.cost`'s) where k-hat is then within its sd of 0.5 or 0.7, or above 0.7 (module
-    docstring); or on `num_draws` when given. The seconds leave out waiting for ArviZ's import
-    (once per process, begun in the background when the fit starts)."""
-    from ..results.idata import arviz
-
+    seed's), the PSIS effective sample size 1 / sum w^2 (the worst seed's), the verdict and the
+    looks' draws; on FIRST_DRAWS draws of q per seed, extended to `second_look_draws` unless k-hat
+    is below 0.5 by more than its sampling sd, and to `third_look_draws` where k-hat is then within
+    its sd of 0.5 or 0.7, or above 0.7 (module docstring); or on `num_draws` when given. In float64
+    whatever the process's x64 setting."""
     arviz()
-    t0 = _clock()
-    if fit_seconds is None:
-        fit_seconds = (getattr(res, "cost", None) or {}).get("wall_seconds")
     n = num_draws or FIRST_DRAWS
-    per_draw = []  # seconds per draw of each look's potential evaluations
-    lw = _timed(per_draw, n, lambda: log_weights(target, res, n, seed))
-    psis = []  # seconds of each PSIS fit (the latest on all the draws so far)
-    quality, smoothed = _timed(psis, 1, lambda: _assess_lw(lw, seed))
+    lw = log_weights(target, res, n, seed)
+    quality, smoothed = _assess_lw(lw, seed)
     k = quality["khat"]
     looks, capped = [n], None
     if num_draws is None and not (k is not None and k + quality["khat_sd"] < ADEQUATE):
         doubted = None  # k-hat of a look above 0.7: the next must clear 0.7 by its own sd
-        for third in (False, True):
-            more = (third_look_draws(res, n, _clock() - t0, fit_seconds,
-                                     min(per_draw) + psis[-1] / n) if third
-                    else second_look_draws(res))
+        for third, more in ((False, second_look_draws(res)), (True, third_look_draws(res, 0))):
             if third and more < borderline_draws(res):
-                capped = more  # the third look's draws, fewer than BORDER_DRAWS by its time
+                capped = more  # the third look's draws, fewer than BORDER_DRAWS by the fit's count
             if more <= n:
                 continue
             # the earlier looks' weights kept: only the new draws are evaluated
-            new = _timed(per_draw, more - n,
-                         lambda: log_weights(target, res, more, seed, start=n))  # noqa: B023
-            lw = np.concatenate([lw, new], axis=1)
-            quality, smoothed = _timed(psis, 1, lambda: _assess_lw(lw, seed))  # noqa: B023
+            lw = np.concatenate([lw, log_weights(target, res, more, seed, start=n)], axis=1)
+            quality, smoothed = _assess_lw(lw, seed)
             n = more
             looks.append(n)
             k = quality["khat"]
@@ -250,47 +234,29 @@ def assess(target, res, num_draws: Optional[int] = None, seed: int = 0,
                              >= quality["khat_sd"]):
                 break  # not a coin flip at 0.5 or 0.7, nor an "unreliable" to confirm: no more
             doubted = k if k > USABLE else None
-        if capped is not None:  # the third look was wanted and its time cut it short
+        if capped is not None:  # the third look was wanted and the fit's count cut it
             quality = dict(quality, third_look_capped=True,
                            third_look_wanted=borderline_draws(res))
             quality["message"] = message(quality)
     quality["looks"] = looks
-    quality["fit_seconds"] = None if fit_seconds is None else float(fit_seconds)
-    quality["seconds"] = _clock() - t0
     return quality, smoothed
 
 
-def _clock() -> float:
-    """Seconds (`time.perf_counter`; a test scripts it)."""
-    return time.perf_counter()
+def _fit_evals(res) -> float:
+    """The fit's gradient and Hessian-vector evaluations per seed (its history's last counts)."""
+    h = res.history or {}
+    return sum(float(np.ravel(h[k])[-1]) for k in ("grad_evals", "hvp_evals")
+               if h.get(k) is not None and len(h[k]) and np.isfinite(np.ravel(h[k])[-1]))
 
 
-def _timed(per_draw: list, draws: int, evaluate):
-    """`evaluate()`, its seconds per draw (of `draws`) appended to `per_draw`."""
-    t = _clock()
-    out = evaluate()
-    per_draw.append((_clock() - t) / max(draws, 1))
-    return out
-
-
-def third_look_draws(res, drawn: int, seconds: float, fit_seconds: Optional[float],
-                     per_draw: Optional[float] = None) -> int:
+def third_look_draws(res, drawn: int) -> int:
     """Draws of q per seed of the third look (module docstring): BORDER_DRAWS (fewer where their
-    normals would pass MAX_BYTES), cut to what `per_draw` seconds a draw (by default the earlier
-    looks' average, `seconds` for `drawn` draws; `assess` passes the fastest look's, as a pause of
-    the machine in one look is no cost of the draws) affords within CHECK_FRACTION of the fit's
-    wall time `fit_seconds` (at least CHECK_SECONDS) less the `seconds` already spent, in whole
-    blocks of FIRST_DRAWS; `drawn` (no third look) where not one block is affordable; uncut where
-    `fit_seconds` is None or infinite."""
+    normals would pass MAX_BYTES), cut to the fit's own gradient and Hessian-vector evaluations per
+    seed but not below THIRD_DRAWS, in whole blocks of FIRST_DRAWS; never fewer than `drawn`."""
     most = borderline_draws(res)
-    if fit_seconds is None or not math.isfinite(fit_seconds) or drawn <= 0:
-        return max(most, drawn)
-    left = max(CHECK_FRACTION * float(fit_seconds), CHECK_SECONDS) - float(seconds)
-    if per_draw is None:
-        per_draw = max(float(seconds), 0.0) / drawn
-    blocks = math.inf if per_draw <= 0.0 else max(left, 0.0) / (per_draw * FIRST_DRAWS)
-    more = FIRST_DRAWS * int(min(blocks + 1e-9, most // FIRST_DRAWS + 1))  # 5.9999... is 6
-    return int(max(drawn, min(most, drawn + more)))
+    budget = max(float(THIRD_DRAWS), _fit_evals(res))
+    n = most if budget >= most else FIRST_DRAWS * int(budget // FIRST_DRAWS)
+    return int(max(drawn, n))
 
 
 def second_look_draws(res) -> int:
@@ -299,10 +265,7 @@ def second_look_draws(res) -> int:
     fewer where their normals would pass MAX_BYTES (at least FIRST_DRAWS)."""
     n = NUM_DRAWS
     if res.dim > 1:
-        h = res.history or {}
-        evals = sum(float(np.ravel(h[k])[-1]) for k in ("grad_evals", "hvp_evals")
-                    if h.get(k) is not None and len(h[k]) and np.isfinite(np.ravel(h[k])[-1]))
-        n = int(min(NUM_DRAWS, max(SECOND_DRAWS, evals // 2)))
+        n = int(min(NUM_DRAWS, max(SECOND_DRAWS, _fit_evals(res) // 2)))
     return int(min(n, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim))))
 
 

@@ -255,7 +255,7 @@ def report_text(res, out, total) -> str:
         lines.append(out.get("verdict") or "NOT CONVERGED")
     if res.quality is not None:
         q = res.quality
-        lines.append(f"{q['message']} [check {q['seconds']:.2f}s]")
+        lines.append(q["message"])
     if getattr(res, "cost", None):
         from .._cost import describe
 
