@@ -3,8 +3,9 @@
 Runs `inertia fit --model gaussian-kappa --dim 300 --method stl-proj --batch-size 8 --steps 50
 --seed 0` as a fresh process (python -m inertia, the installed CLI's entry point) and reads the
 "run" seconds (compiled updates, compile excluded) from its JSON. With the library's own limit
-(inertia._threads) the variable should make no difference; `--also-unlimited` adds the pre-limit
-behaviour (the limit switched off) for contrast. Ratio = without variable / with variable.
+(the `inertia` command's own process sets its BLAS pools to one thread) the variable should make no
+difference; `--also-unlimited` adds a call of the command's `main` from Python, which leaves the
+pools alone, for contrast. Ratio = without variable / with variable.
 Run: python benchmarks/blas_threads.py [--repeats 3] [--also-unlimited] [--json out.json]
 """
 from __future__ import annotations
@@ -19,8 +20,7 @@ import time
 
 FIT = ["fit", "--model", "gaussian-kappa", "--dim", "300", "--method", "stl-proj",
        "--batch-size", "8", "--steps", "50", "--seed", "0", "--checkpoint-every", "50", "--quiet"]
-UNLIMITED = ("import sys, inertia._threads as t; t.set_blas_threads(None); "
-             "from inertia.cli import main; sys.exit(main(sys.argv[1:]))")
+UNLIMITED = "import sys; from inertia.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def run_fit(variable: bool, limited: bool) -> float:

@@ -4,7 +4,7 @@ Importing inertia changes nothing outside it: JAX's float64 flag, its compilatio
 environment, warning filters, BLAS pools and the garbage collector stay as they were. The entry
 points (`fit`, `sample`, `calibrate`, `from_numpyro`) compute in float64 inside JAX's thread-local
 x64 context and restore everything they set on return; process-wide switches are opt-in in
-`inertia.config` (`enable_x64()`, `enable_compilation_cache()`, `set_blas_threads()`).
+`inertia.config` (`enable_x64()`, `enable_compilation_cache()`).
 """
 __version__ = "0.1.0"
 

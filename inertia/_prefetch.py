@@ -14,6 +14,8 @@ import os
 import sys
 import threading
 
+from ._tiers import speed_on
+
 _STARTED: set = set()
 _LOCK = threading.Lock()
 _ALLOWED = [False]  # set by the `inertia` command for its own process
@@ -33,10 +35,10 @@ def cores() -> int:
 
 
 def enabled() -> bool:
-    """Allowed (the `inertia` command), two or more cores, and $INERTIA_PREFETCH is not off / 0 /
-    false / no."""
+    """Allowed (the `inertia` command), two or more cores, and neither $INERTIA_PREFETCH nor
+    $INERTIA_SPEED is off / 0 / false / no."""
     off = os.environ.get("INERTIA_PREFETCH", "").strip().lower() in ("off", "0", "false", "no")
-    return _ALLOWED[0] and not off and cores() >= 2
+    return _ALLOWED[0] and not off and speed_on() and cores() >= 2
 
 
 def _load(name: str) -> None:

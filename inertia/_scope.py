@@ -6,9 +6,6 @@ their own duration, restored on return (see docs/howto/speed.md and the `inertia
   every other thread's setting) is the same after the call as before. Scoping the flag, rather than
   passing a dtype to every array inertia creates, keeps one code path for both settings and covers
   a user's model code (NumPyro's distributions create float64 constants only under x64).
-- BLAS threads (`inertia._threads`), garbage-collection thresholds (`inertia._gc`): process-wide
-  settings, so they are set by the first entry point to start in any thread and restored by the
-  last to finish (counts under a lock).
 - Compile tiers (`inertia._compile`): a context variable, so each thread has its own.
 
 Nothing here is set at import, and nothing outlives the call.
@@ -18,16 +15,13 @@ from __future__ import annotations
 import contextlib
 import functools
 
+import jax
+
 
 @contextlib.contextmanager
 def scope():
-    """Float64 (thread-local), the BLAS thread limit and the raised GC threshold for the block."""
-    import jax
-
-    from ._gc import fewer_collections
-    from ._threads import single_blas_thread
-
-    with jax.enable_x64(True), single_blas_thread(), fewer_collections():
+    """Float64 (JAX's thread-local x64) for the block."""
+    with jax.enable_x64(True):
         yield
 
 

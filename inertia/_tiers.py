@@ -27,8 +27,17 @@ HOT_FAST_WORK = {"fit": 1e5, "sample": 1e4}
 LEAN_WORK = {"fit": 2e6, "sample": 2e6}
 
 
+def speed_on() -> bool:
+    """The one switch of the speed machinery: $INERTIA_SPEED=off (or 0, false, no) turns it all off
+    (compile tiers: XLA's default for every program; background imports: none)."""
+    return os.environ.get("INERTIA_SPEED", "").strip().lower() not in ("off", "0", "false", "no")
+
+
 def forced() -> str | None:
-    """The tier $INERTIA_COMPILE forces, if any."""
+    """The tier $INERTIA_COMPILE forces, if any ("optimized", XLA's default, under
+    INERTIA_SPEED=off)."""
+    if not speed_on():
+        return "optimized"
     name = os.environ.get("INERTIA_COMPILE", "").strip().lower()
     return name if name in TIERS else None
 

@@ -3,15 +3,13 @@
 inertia's entry points (`inertia.vi.fit`, `inertia.mcmc.sample`, `inertia.sgmcmc.calibrate`,
 `inertia.targets.from_numpyro`, `from_logdensity` and the results' methods) compute in float64
 whatever these say: each runs inside JAX's thread-local `jax.enable_x64(True)` and restores the
-caller's setting on return, and sets its BLAS and garbage-collection limits the same way. The
-functions here are for what lies outside those calls:
+caller's setting on return. The functions here are for what lies outside those calls:
 
 - `enable_x64()`: float64 for every JAX computation in the process (your own `jnp` code, and
   inertia's building blocks such as `inertia.sgmcmc.kernels` called directly), as
   `numpyro.enable_x64()` does.
 - `enable_compilation_cache(path=None)`: JAX's persistent compilation cache, so a new process
   re-running a model skips its compilations (the `inertia` command turns it on by itself).
-- `set_blas_threads(n)`: the BLAS threads the entry points allow while they run (default 1).
 - `compile_tier(name)`: a context manager forcing the XLA tier of the programs compiled inside.
 
 The `inertia` command is inertia's own process: it enables float64 and the compilation cache
@@ -20,7 +18,6 @@ itself (`INERTIA_JAX_CACHE=off` keeps the cache off, a folder of your own moves 
 from __future__ import annotations
 
 from . import _cache
-from ._threads import set_blas_threads
 
 
 def enable_x64(use: bool = True) -> None:
@@ -51,4 +48,4 @@ def compile_tier(name: str):
     return tier(name)
 
 
-__all__ = ["enable_x64", "enable_compilation_cache", "set_blas_threads", "compile_tier"]
+__all__ = ["enable_x64", "enable_compilation_cache", "compile_tier"]

@@ -162,36 +162,6 @@ def test_config_switches_x64_on_and_off():
         inertia.config.enable_x64(before)
 
 
-def test_process_wide_limits_hold_until_the_last_thread_leaves():
-    """Thread A enters, B enters, A leaves while B runs: the GC threshold must hold for B, and the
-    caller's come back when B leaves (a depth counter that only the first thread sets restored it
-    under B). (OpenBLAS reports its thread count per calling thread, so the BLAS limit, counted the
-    same way, is not observable here.)"""
-    from inertia import _gc
-
-    a_in, b_in, a_out = (threading.Event() for _ in range(3))
-    seen = {}
-
-    def scoped(name, entered, wait_for, after=None):
-        with _gc.fewer_collections():
-            entered.set()
-            wait_for.wait(60)
-            if after is not None:
-                after.wait(60)
-                seen[name] = gc.get_threshold()[0]
-
-    old = gc.get_threshold()
-    ta = threading.Thread(target=scoped, args=("a", a_in, b_in))
-    tb = threading.Thread(target=scoped, args=("b", b_in, a_in, a_out))
-    ta.start()
-    tb.start()
-    ta.join(60)
-    a_out.set()
-    tb.join(60)
-    assert seen["b"] == max(old[0], _gc.YOUNG_THRESHOLD)  # still raised for B
-    assert gc.get_threshold() == old  # restored after the last one
-
-
 def test_no_listener_or_thread_outlives_a_call():
     """After fit, sample and calibrate return (or a fit raises after it began), JAX's monitoring
     listeners and the process's threads are those of before."""
@@ -217,3 +187,40 @@ def test_no_listener_or_thread_outlives_a_call():
         pass
     assert listeners() == before
     assert set(threading.enumerate()) <= threads
+
+
+SPEED_PROBE = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from inertia.mcmc import sample
+    from inertia.sgmcmc import calibrate
+    from inertia.targets import logistic_regression
+    from inertia.vi import fit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X @ np.array([1.0, -1.0]) + rng.normal(size=60) > 0).astype(float)
+    t = logistic_regression(X, y)
+    r = fit(t, seed=0)
+    s = sample(t, num_chains=2, num_steps=200, seed=0)
+    c = calibrate("logistic", (X, y), batch_size=10, num_steps=200, num_chains=2, seed=0)
+    np.savez(sys.argv[1], mean=r.mean, cov=r.cov, draws=np.asarray(s.draws),
+             calibrate=np.asarray(c.draws), khat=r.quality["khat"])
+""")
+
+
+def test_one_switch_turns_the_speed_machinery_off(tmp_path):
+    """INERTIA_SPEED=off: fit, sample and calibrate give the numbers of XLA's default tier bit for
+    bit, and agree with a default run to rounding (the tiers differ in the last bits of
+    transcendental functions only) (~30 s)."""
+    runs = {}
+    for name, extra in {"default": {}, "off": {"INERTIA_SPEED": "off"},
+                        "optimized": {"INERTIA_COMPILE": "optimized"}}.items():
+        out = subprocess.run([sys.executable, "-c", SPEED_PROBE, str(tmp_path / name) + ".npz"],
+                             capture_output=True, text=True, timeout=600,
+                             env=_clean_env(tmp_path, INERTIA_JAX_CACHE="off", **extra))
+        assert out.returncode == 0, out.stderr[-3000:]
+        runs[name] = dict(np.load(tmp_path / f"{name}.npz"))
+    for key, value in runs["off"].items():
+        np.testing.assert_array_equal(value, runs["optimized"][key])
+        np.testing.assert_allclose(value, runs["default"][key], rtol=1e-12, atol=1e-13)

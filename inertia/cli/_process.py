@@ -68,8 +68,12 @@ def own_process(args, prefix: str) -> None:
     """Process-wide settings of the `inertia` command, its own process (never of a call of `main`
     from Python): float64 and JAX's compilation cache (through JAX's environment variables while
     JAX is not imported, so that argument errors answer without it), the interrupt watcher, and
-    warnings printed as one line each."""
+    warnings printed as one line each, and one thread for each BLAS pool (XLA runs threads of its
+    own; spinning BLAS workers beside them slow a run on shared cores: benchmarks/blas_threads.py)."""
     import warnings
+
+    import scipy.linalg.cython_lapack  # noqa: F401  (loads the OpenBLAS XLA's CPU LAPACK calls)
+    from threadpoolctl import threadpool_limits
 
     from inertia import _cache
 
@@ -84,6 +88,7 @@ def own_process(args, prefix: str) -> None:
     _prefetch.allow()  # what the end needs imported in the background, where a core is free
     quiet_arviz_notice()
     watch_interrupts(args)
+    threadpool_limits(limits=1, user_api="blas")
     warnings.formatwarning = (lambda message, category, *_a, **_k:
                               f"{prefix}: warning: {message}\n")
     if no_cache:
