@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from ._io import write_text_atomic
 
 
 def to_jsonable(obj):
@@ -24,8 +25,6 @@ def to_jsonable(obj):
 def dump_json(obj, path) -> Path:
     """Write obj as JSON atomically (numpy arrays become lists, NaN becomes null); a failed
     write raises OSError."""
-    from ._io import write_text_atomic
-
     return write_text_atomic(path, json.dumps(to_jsonable(obj), indent=1))
 
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Mapping, Optional, Sequence
 
 import numpy as np
+from .convergence import _arviz as arviz
 
 
 def _arviz():
     """ArviZ, imported once under inertia's lock with its refactor notice silenced (convergence)."""
-    from .convergence import _arviz as arviz
-
     return arviz()
 
 

@@ -18,6 +18,7 @@ itself (`INERTIA_JAX_CACHE=off` keeps the cache off, a folder of your own moves 
 from __future__ import annotations
 
 from . import _cache
+from ._compile import tier
 
 
 def enable_x64(use: bool = True) -> None:
@@ -43,8 +44,6 @@ def compile_tier(name: str):
     """Context manager: the entry points called inside compile their XLA programs at tier `name`:
     "fast" (quickest to compile), "lean" (LLVM -O1) or "optimized" (XLA's default). Without it a
     tier is chosen per run from the model's cost (docs/howto/speed.md)."""
-    from ._compile import tier
-
     return tier(name)
 
 

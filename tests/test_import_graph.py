@@ -156,3 +156,57 @@ def test_the_library_does_not_import_the_reproductions():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
             assert not any(n.split(".")[0] == "reproductions" for n in names), path
+
+
+# the declared layers (lower first); a module may import its own layer and those below it
+LAYERS = ({"data"}, {"targets"},
+          {"diagnostics", "results", "convergence", "verdict", "arviz_io", "plots"},
+          {"vi", "mcmc", "sgmcmc"}, {"workflows"}, {"cli", "__main__"})
+# arrows up that remain, each through a file of the sampler's warm-up or an entry point that
+# escalates from VI to the sampler (a workflow); new ones fail this test
+KNOWN_UPWARD = {("inertia.mcmc.warmup", "inertia.vi.fit"),
+                ("inertia.targets.mode", "inertia.mcmc.frames"),
+                ("inertia.vi.ensure", "inertia.mcmc.reparam_run"),
+                ("inertia.vi.ensure", "inertia.mcmc.sample"),
+                ("inertia.vi.escalate", "inertia.mcmc.sample")}
+
+
+def _layer(module: str):
+    part = module.split(".")[1] if module.count(".") else "inertia"
+    for i, names in enumerate(LAYERS):
+        if part in names:
+            return i, part
+    return None, part  # the package's own helpers (inertia._*, linalg, ...): below every layer
+
+
+def test_the_layers_hold_counting_function_level_imports():
+    """targets < diagnostics/results < the drivers (vi, mcmc, sgmcmc) < workflows < cli: no module
+    imports a higher layer, nor a driver another driver, anywhere in its source."""
+    bad = set()
+    for mod, deps in import_graph().items():
+        lm, pm = _layer(mod)
+        if mod == "inertia":  # the package's namespace gathers every layer
+            continue
+        for dep in deps:
+            ld, pd = _layer(dep)
+            if pd == pm or ld is None:
+                continue
+            if lm is None or ld > lm or (ld == lm and LAYERS[ld] == {"vi", "mcmc", "sgmcmc"}):
+                bad.add((mod, dep))
+    assert bad - KNOWN_UPWARD == set()
+
+
+def test_no_cycle_among_subpackages():
+    """The subpackages' graph (every import, function-level ones too) has no cycle, the arrows of
+    KNOWN_UPWARD left out."""
+    sub = {}
+    for mod, deps in import_graph().items():
+        for dep in deps:
+            if (mod, dep) in KNOWN_UPWARD:
+                continue
+            a, b = _layer(mod)[1], _layer(dep)[1]
+            sub.setdefault(a, set())
+            sub.setdefault(b, set())
+            if a != b:
+                sub[a].add(b)
+    assert cycles(sub) == []

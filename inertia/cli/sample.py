@@ -60,7 +60,8 @@ def _run(args) -> int:
                                 category=RuntimeWarning)  # no verdict says it: a second mode
         res = sample(target, args.method, step_size=args.step_size, gamma=args.gamma,
                      alpha=args.alpha, num_leapfrog=args.num_leapfrog,
-                     target_accept=args.target_accept, num_chains=args.chains, num_steps=steps, seed=args.seed,
+                     target_accept=args.target_accept, num_chains=args.chains, num_steps=steps,
+                     seed=args.seed,
                      thinning=args.thinning, progress=not args.quiet, precondition=args.precondition,
                      bias_tol=args.bias_tol, target_ess=target_ess,
                      max_steps=args.max_steps, names=names,

@@ -448,7 +448,8 @@ def load_dataset(name: str, *, standardize: bool = True, cache_dir=None, downloa
     $INERTIA_DATA_DIR, else the user cache dir), verified by sha256. A missing file is downloaded
     when `download` is True, or None (default) and $INERTIA_OFFLINE is unset; otherwise, or when
     the download fails, a DatasetError names the file, the folder and how to fill it.
-    `standardize=True` centres and scales each column of X (docs/data.md) (y is never transformed). `drop` removes
+    `standardize=True` centres and scales each column of X (docs/data.md) (y is never transformed). `drop`
+    removes
     named predictors (e.g. ``drop=("CHAS",)`` for Boston); Boston's `B` column is dropped unless
     `include_b=True`.
     """

@@ -20,7 +20,8 @@ import jax.numpy as jnp
 # from this d the chains' gradients of a model that gathers or scatters run one call per chain;
 # measured in the chains' program (4 chains, 2 cores, us per chain-gradient, per chain against
 # vmap): hierarchical logistic 97 against 123 (d = 1,000) and 252 against 333 (3,000), the GLMM
-# 56 against 75 and 131 against 337; at d = 300 mixed (38.5 against 35.9 and 21.9 against 27.3). At d = 10,000 against a
+# 56 against 75 and 131 against 337; at d = 300 mixed (38.5 against 35.9 and 21.9 against 27.3). At d =
+# 10,000 against a
 # lax.map loop: 867 against 984 and 511 against 460. The latent field (no gathers) vectorises:
 # 77 us per chain-gradient at d = 10,000, 149 looped
 PER_CHAIN_MIN_DIM = 1000

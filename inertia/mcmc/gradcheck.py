@@ -12,6 +12,7 @@ evaluations of V and grad V per point with the compiled functions the warm-up al
 from __future__ import annotations
 
 import numpy as np
+from ..targets.base import jitted, TargetError
 
 NUM_POINTS = 4  # warm-up points checked (the first chains' positions)
 STEP = 1e-3  # h relative to 1 + |x|_inf
@@ -22,8 +23,6 @@ MIN_BAD = 2  # points that must disagree (one point within h of a kink is not en
 def directional_errors(target, points, seed: int = 0) -> list:
     """(grad V(x) . u, Richardson difference, tolerance) at each point x (rows of `points`) along a
     random unit u; rows where V is not finite at x +- h u are left out."""
-    from ..targets.base import jitted
-
     vg = jitted(target, "value_and_grad")
     rng = np.random.default_rng(seed)
     out = []
@@ -58,8 +57,6 @@ def check_gradient(target, positions, seed: int = 0) -> int:
     bad = [(dd, fd) for dd, fd, tol in rows if abs(dd - fd) > tol]
     if not bad or len(bad) < min(MIN_BAD, len(rows)):
         return EVALS_PER_POINT * len(pts)
-    from ..targets.base import TargetError
-
     dd, fd = bad[0]
     raise TargetError(
         f"the model's gradient disagrees with its log density at {len(bad)} of {len(rows)} "

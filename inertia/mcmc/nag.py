@@ -1,7 +1,8 @@
 """NAG-SC and its map to HFHR parameters ("NAG-SC ... is exactly a first-order
 discretisation of the Hessian-free high-resolution ODE").
 
-NAG-SC: x_{k+1} = y_k - s grad f(y_k), y_{k+1} = x_{k+1} + c (x_{k+1} - x_k), c = (1 - sqrt(ms))/(1 + sqrt(ms)).
+NAG-SC: x_{k+1} = y_k - s grad f(y_k), y_{k+1} = x_{k+1} + c (x_{k+1} - x_k), c = (1 - sqrt(ms))/(1 +
+sqrt(ms)).
 With q = y and p = (y - x)/h the iteration is p' = c p - (c s / h) g, q' = q + c h p - (1 + c) s g.
 """
 from __future__ import annotations
@@ -64,7 +65,8 @@ def nag_to_hfhr(s, m, scheme: str = "euler") -> dict:
 
 
 def hfhr_euler_step(q, p, g, *, step_size, gamma, alpha):
-    """Noise-free first-order HFHR step of the NAG-SC link: p' = (1 - gamma h) p - h g, q' = q - alpha h g + h p'."""
+    """Noise-free first-order HFHR step of the NAG-SC link: p' = (1 - gamma h) p - h g,
+    q' = q - alpha h g + h p'."""
     h = step_size
     p_new = (1.0 - gamma * h) * p - h * g
     return q - alpha * h * g + h * p_new, p_new

@@ -14,6 +14,11 @@ import dataclasses
 import warnings
 
 import numpy as np
+from ..targets.reparam import find_sites, centredness, noncentred, reparameterise, describe
+from .warmup import VI_WARMUP, _vi_fit, fit_gaussian
+from ..results.build import model_info
+from .. import _warnings
+from .kernels import get_method
 
 from ..verdict import Verdict
 
@@ -35,8 +40,6 @@ def applies(target, reparam, *, init=None, manual=False) -> dict:
     info = getattr(target, "info", None) or {}
     if check_mode(reparam) is False or manual or init is not None or "numpyro" not in info:
         return {}
-    from ..targets.reparam import find_sites
-
     spec = info["numpyro"]
     try:
         return find_sites(spec["model"], spec["args"], spec["kwargs"])
@@ -52,9 +55,6 @@ def choose(target, sites, *, seed=0):
     model at the warm-up's preconditioning budget (`warmup.VI_WARMUP`: c to about 0.02 of the
     full fit's on the suite's hierarchies at a tenth of its gradients), its Laplace fit where VI
     fails; the model rewritten with them."""
-    from ..targets.reparam import centredness, noncentred, reparameterise
-    from .warmup import VI_WARMUP, _vi_fit, fit_gaussian
-
     nc = noncentred(target, sites, seed=seed)
     vi = _vi_fit(nc.target, seed, **VI_WARMUP)
     if vi is not None:
@@ -83,9 +83,6 @@ def in_original(res, target, rep, grads, how, *, names, diagnose=None, target_ac
     """A SampleResult of the rewritten model as one of `target`: draws mapped to its
     unconstrained coordinates, its names and model, the choice's gradients counted, diagnosed
     on its sites by `diagnose(target, result)` (none if None)."""
-    from ..results.build import model_info
-    from ..targets.reparam import describe
-
     out = dataclasses.replace(
         res, draws=rep.to_original(res.draws), names=list(names),
         preconditioner=None, model_info=model_info(target), diagnostics=None,
@@ -103,8 +100,6 @@ def original_model_info(target, rep) -> dict:
     model's unconstrained coordinates (host arrays or traced)."""
     import jax
     import jax.numpy as jnp
-
-    from ..results.build import model_info
 
     info = model_info(target)
     constrain = info["constrain"]
@@ -124,8 +119,6 @@ def fit_reparameterised(fit, escalate, diagnose, target, sites, method=None, **k
     """`vi.fit` of the rewritten model: q is a Gaussian in its coordinates (mean, cov, names);
     tables and InferenceData read the original sites through the map; `ensure` escalates to the
     sampler on the rewritten model, its result mapped to the original sites."""
-    from ..targets.reparam import describe
-
     seed = int(np.ravel(np.asarray(kw.get("seed", 0)))[0])
     rep, grads, how = choose(target, sites, seed=seed)
     res = fit(rep.target, method, **kw)
@@ -151,9 +144,6 @@ def fit_reparameterised(fit, escalate, diagnose, target, sites, method=None, **k
 def _diagnose(diagnose_result, target, res, target_accept):
     """The original sites' diagnostics with the exact kernel's divergence and acceptance
     problems, as `sample` judges its own runs."""
-    from .. import _warnings
-    from .kernels import get_method
-
     n = res.draws.shape[1]
     if n - int(round(res.burn_in_default * n)) < 4:
         return None

@@ -3,11 +3,11 @@
 (`labels`). Imports nothing heavy until used."""
 from __future__ import annotations
 
+from .store import load as _load
+
 
 def load(path):
     """A result saved by `res.save(path)` or `inertia fit|sample --save PATH.nc`."""
-    from .store import load as _load
-
     return _load(path)
 
 

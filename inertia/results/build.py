@@ -10,6 +10,8 @@ import numpy as np
 
 from .._compile import of_result
 from . import idata as _id
+from ..posterior import flat_names, summarize, format_table
+from .._random import key_of
 
 FIT_DRAWS = 4000  # draws of q per seed behind a fit's summary, table and InferenceData
 
@@ -36,8 +38,6 @@ def _flat(res) -> dict:
 
 def coordinate_names(res) -> list:
     """Names of the flat (unconstrained) coordinates the result's mean and cov are in."""
-    from ..posterior import flat_names
-
     dim = np.shape(res.mean)[-1]
     return flat_names(dim, getattr(res, "names", None))
 
@@ -47,8 +47,6 @@ def coordinate_names(res) -> list:
 def fit_draws(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> np.ndarray:
     """(seed, draw, d) draws of the fitted Gaussian(s), the same for every caller with the same
     num_draws and seed."""
-    from .._random import key_of
-
     d = res.sample(key_of(seed), num_draws)
     return d[None] if d.ndim == 2 else d
 
@@ -66,8 +64,6 @@ def fit_summary(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> list:
 
 def rows_of(sites: Mapping) -> list:
     """Rows {name, mean, sd, q5, q95} of every scalar entry of the sites (chain and draw pooled)."""
-    from ..posterior import summarize
-
     labels, x = _id.flat_rows(sites)
     flat = x.reshape(-1, x.shape[2])
     return summarize({lab: flat[:, i] for i, lab in enumerate(labels)})
@@ -88,8 +84,6 @@ def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood:
     info = _info(res)
     sites = fit_sites(res, num_draws, seed)
     rows = rows_of(sites)
-    from ..posterior import format_table
-
     attrs = {"kind": "fit", "settings": fit_settings(res), "verdict": res.verdict.to_dict(),
              "summary": rows, "table": format_table(rows, ["mean", "sd", "q5", "q95"]),
              "gaussian": _flat(res), "history": res.to_dict()["checkpoints"],

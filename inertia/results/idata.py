@@ -7,6 +7,7 @@ import re
 from typing import Mapping, Optional
 
 import numpy as np
+from ..convergence import _arviz
 
 _INDEXED = re.compile(r"^([A-Za-z_][\w.]*)\[(\d+(?:,\s*\d+)*)\]$")
 ATTR_PREFIX = "inertia_"
@@ -14,8 +15,6 @@ ATTR_PREFIX = "inertia_"
 
 def arviz():
     """ArviZ, imported once under inertia's lock with its refactor notice silenced (convergence)."""
-    from ..convergence import _arviz
-
     return _arviz()
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import idata as _id
+from .build import _info, fit_sites, sample_sites
 
 
 def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, **model_kwargs):
@@ -11,8 +12,6 @@ def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, *
     the model called with `model_args` / `model_kwargs` (default: the arguments it was fitted on)
     at each posterior draw (chains pooled; a fit's draws of q pushed through the constraints).
     Observed sites given as None in the arguments are drawn; pass new predictors for new data."""
-    from .build import _info, fit_sites, sample_sites
-
     info = _info(res)
     spec = _id.numpyro_model(info)
     if spec is None:

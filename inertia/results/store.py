@@ -106,11 +106,11 @@ class LoadedResult(Result):
 
     @property
     def cov(self) -> np.ndarray:
-        """Covariance in the unconstrained coordinates (a `vi.factor.FactorCovariance` for the
+        """Covariance in the unconstrained coordinates (a `inertia.factor_cov.FactorCovariance` for the
         factor family, saved in its factor form)."""
         cov = self._flat().get("cov")
         if isinstance(cov, dict) and "B" in cov:
-            from ..vi.factor_cov import FactorCovariance
+            from ..factor_cov import FactorCovariance
 
             return FactorCovariance.from_dict(cov)
         return np.asarray(cov)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..data.sources import ArraySource
 from . import passes as P
-from .estimate import CHECK_ROWS
+from .estimate import CHECK_ROWS, NoEstimateError, _recession_direction
 from .models import Link, linear_link, logistic_link, poisson_link
 from .offline import MAP, Curvature, shifted_newton_step
 
@@ -135,8 +135,6 @@ def check_estimate_exists_large(model: LargeGLM, passes=None, *, seed: int = 0) 
     """`calibrate.check_estimate_exists` from a random subsample of rows: a full-rank,
     non-separable subsample proves the same for all rows; otherwise the full Gram matrix decides
     rank, and separation is checked exactly on all rows up to FULL_CHECK_ROWS (a warning beyond)."""
-    from .estimate import NoEstimateError, _recession_direction
-
     if model.prior_precision is not None and np.linalg.matrix_rank(model.gamma) == model.dim:
         return
     N, d = model.num_obs, model.dim

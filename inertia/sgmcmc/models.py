@@ -16,6 +16,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from ..data.sources import as_rows
 
 Array = jax.Array
 
@@ -282,8 +283,6 @@ def generic_batch_grad(loss):
 
 # -- constructors -------------------------------------------------------------------------------
 def _design(X, y, intercept):
-    from ..data.sources import as_rows
-
     X, y = as_rows(X, y)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(y))):
         raise ValueError("X and y must be finite (found NaN or inf)")

@@ -60,7 +60,8 @@ def fit_map(model: Model, theta0=None, *, tol: float = 1e-10, max_iter: int = 10
     Stops when ||grad L|| <= tol * max(1, g_scale), g_scale = root-mean-square per-observation
     gradient norm at theta (L is the per-observation average, so this is 1e-10 absolute for
     losses of unit scale and relative to the summands' size otherwise, the float64 floor), or
-    when Newton stops improving both L and the gradient (the float64 floor; no warning then). Linear models start at least squares. Indefinite
+    when Newton stops improving both L and the gradient (the float64 floor; no warning then). Linear
+    models start at least squares. Indefinite
     Hessians (non-convex losses) get a Levenberg shift.
     """
     obj, grad, hess = _compiled(model)

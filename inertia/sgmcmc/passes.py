@@ -18,6 +18,7 @@ import numpy as np
 
 from ._linalg import vech_pairs
 from .models import _LINKS
+from ..data.sources import ArraySource, is_source
 
 NEWTON = ("value", "grad", "hess", "g2")
 CURVATURE = ("grad", "hess", "fisher", "g2", "gram", "rss")
@@ -120,8 +121,6 @@ class ShardedPasses:
     def __init__(self, source, mesh, *, kind: str, params, intercept: bool,
                  chunk: int = 1 << 14):
         from jax.sharding import NamedSharding, PartitionSpec as P
-
-        from ..data.sources import ArraySource, is_source
 
         if not is_source(source):
             source = ArraySource(*source)

@@ -11,6 +11,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from inertia import _compile, _recent
+from .._scope import float64_leaves
 Array = jax.Array
 
 
@@ -293,8 +294,6 @@ def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logd
     """Target from a JAX log density on a flat vector or a pytree (ravelled); autodiff derivatives.
     Built in float64 (JAX's thread-local x64); an example made with float64 off (JAX arrays
     truncated to float32) is taken as float64."""
-    from .._scope import float64_leaves
-
     x64_off = not jax.config.jax_enable_x64
     with jax.enable_x64(True):
         if x64_off:

@@ -5,7 +5,8 @@ that a user's model does not come with. `estimate_curvature` finds the MAP with 
 takes the extreme Hessian eigenvalues there and at a few draws of the Laplace approximation
 (a dense eigendecomposition up to d = MATRIX_FREE_DIM, `targets.mode`; above it Lanczos on HVPs via
 scipy's `eigsh` and no d x d matrix: the Laplace factor is then the diagonal
-diag(hess V)^-1/2 from Rademacher HVP probes), and widens them by a stated safety margin. Points where hess V is indefinite (non-log-concave targets) do not set
+diag(hess V)^-1/2 from Rademacher HVP probes), and widens them by a stated safety margin. Points where
+hess V is indefinite (non-log-concave targets) do not set
 alpha: it comes from the mean Hessian over the points, the curvature the Gaussian optimum sees
 (Sigma* = (E_q* hess V)^-1).
 """

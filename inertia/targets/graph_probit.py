@@ -15,6 +15,7 @@ from scipy.special import log_ndtr
 from .base import Target, TargetError
 from .glm import glm_target, hermite_nodes
 from .._scope import in_float64
+from ..data import DATASETS, load_dataset
 
 DEFAULT_K = 10
 DEFAULT_TAU = 49.0
@@ -75,8 +76,6 @@ def graph_probit(X, y, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU, mutual: 
 def graph_probit_dataset(name: str, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU,
                          mutual: bool = False, cache_dir=None) -> Target:
     """`graph_probit` on a standardised `inertia.data` classification set (e.g. "sonar")."""
-    from ..data import DATASETS, load_dataset
-
     ds = load_dataset(name, cache_dir=cache_dir)
     if DATASETS[ds.name].task != "classification":
         raise TargetError(f"graph-probit needs a classification dataset; {name!r} is a regression")

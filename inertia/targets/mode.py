@@ -380,7 +380,7 @@ def probed_scale(target: Target, x, seed: int = 0) -> np.ndarray:
     """s = diag(hess V(x))^-1/2 from PROBES Rademacher HVPs (`mcmc.frames.start_frame`: entries
     that are not positive take the median of the positive ones): the diagonal frame of the
     matrix-free search and the diagonal Laplace factor above MATRIX_FREE_DIM."""
-    from ..mcmc.frames import start_frame
+    from ..mcmc.frames import start_frame  # upward: the estimate belongs below mcmc (frames.py)
 
     return np.asarray(start_frame(target, np.asarray(x, np.float64), PROBES, seed).scale)
 

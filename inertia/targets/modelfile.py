@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import Target, TargetError, from_logdensity
+from ..data.named import check_arguments, model_data
 
 
 USER_FILES: set = set()  # resolved paths of the model files loaded (errors raised there are theirs)
@@ -234,8 +235,6 @@ def target_from_file(spec: str, data=None) -> Target:
     if fn is None or not callable(fn):
         found = [k for k, v in vars(module).items() if callable(v) and not k.startswith("_")]
         raise TargetError(f"{path} defines no function {name!r}; callables there: {found}")
-    from ..data.named import check_arguments, model_data
-
     columns = model_data(data)  # CSV columns float64; JSON / npz / Parquet as typed
     if hasattr(module, f"{name}_init"):
         from .base import cast_floats

@@ -15,6 +15,8 @@ from .. import _compile
 from .._scope import entry_point
 from ..data.checks import bad_entries, int64_notes
 from .base import Target, TargetError, cast_floats, from_logdensity, jitted, ravel
+from ..posterior import check_unique_names
+from .labels import inverse_label, unconstrained_names
 
 
 def _numpyro():
@@ -50,7 +52,7 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None
     abstract trace of the model (`jax.eval_shape`: nothing is compiled; `ImproperUniform` sites
     take `_improper_value`). The functions are NumPyro's public `potential_energy` and
     `constrain_fn`, as `initialize_model` builds them. `labels` (a dict) receives each site's
-    inverse-transform label (`results.labels`)."""
+    inverse-transform label (`targets.labels`)."""
     from functools import partial
 
     from numpyro import handlers
@@ -78,8 +80,6 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None
             shapes.update({k: tuple(jnp.shape(site["value"])) for k, site in tr.items()
                            if site["type"] == "deterministic" or k in latent})
         if labels is not None:
-            from ..results.labels import inverse_label
-
             labels.update({k: inverse_label(biject_to(site["fn"].support))
                            for k, site in latent.items()})
         return {k: biject_to(site["fn"].support).inv(site["value"]) for k, site in latent.items()}
@@ -165,8 +165,6 @@ def _check_names(shapes, z0):
     """TargetError when two sites (latent or deterministic) share a display name, e.g. a scalar
     site "b[0]" beside a vector site `b` (shapes recorded by the abstract trace; the latent
     sites alone for models initialised by NumPyro)."""
-    from ..posterior import check_unique_names
-
     shapes = shapes or {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     try:
         check_unique_names(shapes, "NumPyro model")
@@ -180,11 +178,13 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
 
     `model(*model_args, **kwargs)` is traced abstractly for its latent sites (observed sites fixed
-    by the arguments; `ImproperUniform` sites included), and a start is drawn by NumPyro's init_to_uniform rule with the target's
+    by the arguments; `ImproperUniform` sites included), and a start is drawn by NumPyro's init_to_uniform
+    rule with the target's
     compiled gradient, so that a new model costs one compilation of V and grad V before the fit;
     models that cannot be traced so fall back to `numpyro.infer.util.initialize_model`.
     Keyword arguments named alpha / beta /
-    name / seed / model_kwargs belong to this function; pass model keywords with those names in `model_kwargs`.
+    name / seed / model_kwargs belong to this function; pass model keywords with those names in
+    `model_kwargs`.
     `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
     re-initialises the model with its floating-point arguments cast to float32 and its 64-bit
     integer arrays (indices) to int32 (`targets.base.cast_floats`).
@@ -224,8 +224,6 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
         return {k: np.reshape(np.asarray(v), lead + v.shape[1:]) for k, v in out.items()}
 
     label = name or f"numpyro:{getattr(model, '__name__', 'model')}"
-    from ..results.labels import unconstrained_names
-
     sites = {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     extra = {"constrain": constrain, "postprocess": postprocess_fn, "sites": sites, "init": flat0,
              "names": unconstrained_names(sites, labels if set(labels) == set(sites) else None),

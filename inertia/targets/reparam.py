@@ -18,6 +18,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from .. import _compile
 
 from .numpyro import _improper_value
 
@@ -165,7 +166,6 @@ def reparameterise(target, sites: dict, centred: dict, *, name: Optional[str] = 
     from numpyro import handlers
     from numpyro.infer.util import unconstrain_fn
 
-    from .. import _compile
     from .numpyro import from_numpyro
 
     spec = target.info["numpyro"]
@@ -226,5 +226,6 @@ def describe_reparam(r: dict) -> str:
             f"{r['grad_evals']} gradients)")
 
 
-__all__ = ["find_sites", "config", "centredness", "reparameterise", "noncentred", "describe", "describe_reparam",
+__all__ = ["find_sites", "config", "centredness", "reparameterise", "noncentred", "describe",
+    "describe_reparam",
            "Site", "Reparameterised", "FAMILIES"]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .base import Target, TargetError
 from .._scope import in_float64
+from ..resources import available_bytes, estimate_fit_bytes, largest_dim
 
 MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 
@@ -78,8 +79,6 @@ def _check_size(path, shape) -> None:
     """Before building a GLM on a CSV of shape (n, p): MemoryError when the d x d arrays of a fit
     (d = p + 1) exceed free memory; a warning naming the size when d > LARGE_D."""
     import warnings
-
-    from ..resources import available_bytes, estimate_fit_bytes, largest_dim
 
     n, p = shape
     d = p + 1

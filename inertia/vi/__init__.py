@@ -10,6 +10,7 @@ from .options import FitOptions
 from .objective import Reference, entropy, gaps, objective, reference
 from .registry import METHODS, PAPER_METHODS, Method, get_method, momentum
 
-__all__ = ["fit", "FitOptions", "FitResult", "hitting_step", "make_kernel", "METHODS", "PAPER_METHODS", "Method", "get_method",
+__all__ = ["fit", "FitOptions", "FitResult", "hitting_step", "make_kernel", "METHODS", "PAPER_METHODS",
+    "Method", "get_method",
            "momentum", "ESTIMATORS", "Estimator", "objective", "reference", "gaps", "entropy",
            "Reference", "family"]

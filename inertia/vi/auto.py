@@ -11,6 +11,10 @@ import numpy as np
 
 from .. import _warnings
 from ..targets.base import Target
+from ..targets.curvature import with_estimated_bounds, bounds_under
+from ..targets.mode import probe_unbounded
+from .monitor import ObjectiveMonitor
+from ..targets.whiten import whiten
 
 DEFAULT_METHOD = "stl-proj"  # gradient-only, zero variance at the optimum on Gaussian targets
 SMALL_BATCH_METHODS = ("stl-proj", "dgg-stl")  # STL's variance at the start grows with d / b
@@ -75,16 +79,12 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
     (d, d) for the full-rank `family` and that vector for any other."""
     if target.alpha is not None and target.beta is not None:
         return Prepared(target, None, init)
-    from ..targets.curvature import with_estimated_bounds
-
     init_mean = None if init is None else np.asarray(init[0], dtype=float)
     tgt, est = with_estimated_bounds(target, init=init_mean, margin=margin, seed=seed)
     if verbose:
         import sys
 
         print(f"inertia: {est.describe()}", file=sys.stderr, flush=True)
-    from ..targets.mode import probe_unbounded
-
     improper = probe_unbounded(target, est.mode, est.factor, seed=seed)
     if init is None and np.ndim(est.factor) == 1 and family != "full-rank":
         init = (np.asarray(est.mode), np.asarray(est.factor))  # diag(s): the family's own start
@@ -97,8 +97,6 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
 def best_scale(target, mode, factor, seed=0, scales=tuple(2.0 ** -k for k in range(7))):
     """The Laplace factor scaled by the s in `scales` with the lowest objective estimate (common
     random numbers): on non-Gaussian targets N(MAP, H^-1) can be far too wide (heavy tails of V)."""
-    from .monitor import ObjectiveMonitor
-
     mon = ObjectiveMonitor(target, "chol", num_draws=128, seed=seed)
     A = np.stack([sc * np.asarray(factor) for sc in scales])
     est = mon(np.repeat(np.asarray(mode)[None], len(scales), 0), A)
@@ -142,9 +140,6 @@ def whiten_start(target: Target, init, *, seed: int = 0):
     """(target in z = W^-1 (x - m0), start (0, I), Whitening) for a start N(m0, A0 A0^T), with
     W = chol(A0 A0^T) and bounds re-estimated in z at draws of the start (the run then sees the
     curvature of the target relative to the start, not the MAP's raw spectrum)."""
-    from ..targets.whiten import whiten
-    from ..targets.curvature import bounds_under
-
     m0 = np.asarray(init[0], dtype=float)
     A0 = np.asarray(init[1], dtype=float)
     lower = np.array_equal(A0, np.tril(A0)) and np.all(np.diag(A0) > 0)

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import _warnings
-from .. import _compile
+from .. import _warnings, _compile
 from .._random import host_normal
 from .registry import get_estimator
+from ..resources import available_bytes, estimate_fit_bytes, largest_dim
 
 Z_WARN = 6.0  # |z| above this: the Hessian-based estimators see a different curvature
 
@@ -55,8 +55,6 @@ def hessian_consistency(target, m, A, *, num_draws: int = 2048, num_dirs: int = 
 
 def check_memory(m_spec, d, batch_size, num_seeds):
     """Refuse, before compiling, a run whose d x d (and b x d x d) arrays exceed free memory."""
-    from ..resources import available_bytes, estimate_fit_bytes, largest_dim
-
     est = get_estimator(m_spec)
     coords = {"cov": "bw"}.get(est.coords, est.coords)
     need = estimate_fit_bytes(coords, d, batch_size, num_seeds, needs_hvp=est.needs_hvp)

@@ -15,7 +15,7 @@ from .fit import fit as _fit
 def fit(target, method=None, *, reparam=False, **kw):
     # reparam="auto": NumPyro location-scale sites with latent parents partially non-centred,
     # as `mcmc.sample` does (`mcmc.reparam_run`); q is then Gaussian in those coordinates
-    from ..mcmc import reparam_run
+    from ..mcmc import reparam_run  # upward (vi -> mcmc): escalation is a workflow
 
     sites = reparam_run.applies(target, reparam, init=kw.get("init"))
     if sites:

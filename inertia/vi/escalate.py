@@ -7,6 +7,8 @@ returned with the fit in `.fit` and why in `.escalated` (also its verdict's `num
 """
 from __future__ import annotations
 
+from .._random import key_of
+
 ACCEPT = {"adequate": ("adequate",), "usable": ("adequate", "usable with correction")}
 NUM_CHAINS = 4  # as `mcmc.sample`'s default
 
@@ -23,8 +25,7 @@ def escalate(res, target, ensure: str, *, seed: int = 0, progress: bool = False)
         return res
     import numpy as np
 
-    from .._random import key_of
-    from ..mcmc.sample import sample
+    from ..mcmc.sample import sample  # upward (vi -> mcmc): escalation is a workflow
 
     if res.quality is not None and res.quality.get("corrected"):
         init = res.psis_draws(NUM_CHAINS, seed=seed)

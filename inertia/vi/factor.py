@@ -32,7 +32,7 @@ import numpy as np
 from .. import _compile
 from . import verdict as verdicts
 from .averaging import AVERAGING_STEP_DECAY
-from .factor_cov import FactorCovariance
+from ..factor_cov import FactorCovariance
 from .monitor import StoppingRule
 
 RANK = 16  # columns of B by default (at most d - 1)

@@ -17,13 +17,15 @@ from ..targets.base import Target
 from . import verdict as verdicts
 from .auto import (DEFAULT_METHOD, Prepared, choose_method, default_batch, prepare,
                    warn_small_batch)
-from ..progress import warn_long_run
+from ..progress import warn_long_run, progress as progress_bar
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_hessian, check_memory
 from .options import FitOptions, resolve, split
 from .registry import get_estimator, get_method
 from .result import FitResult, hitting_step
 from .runner import Runner
+from .factor import choose_family, fit_family
+from ..results.build import model_info
 
 
 def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int] = None,
@@ -86,8 +88,6 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     if batch_size is None:
         batch_size = 1 if get_estimator(m_spec).exact else default_batch(method, target.dim)
     check_memory(m_spec, target.dim, batch_size, len(seeds))
-    from ..progress import progress as progress_bar
-
     bar = progress_bar("fit", progress)
     if target.alpha is None or target.beta is None:
         bar.phase("curvature bounds and start (MAP, Laplace)")
@@ -144,8 +144,6 @@ def _steps_and_seeds(num_steps, opts, seed) -> tuple:
 def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, init, progress,
                 dtype):
     """The factor-family fit (`vi.factor`) where `choose_family` picks it for this d; else None."""
-    from .factor import choose_family, fit_family
-
     family, why = choose_family(target.dim, method, opts.family,
                                 batch_size or default_batch(method or DEFAULT_METHOD, target.dim),
                                 len(seeds))
@@ -188,8 +186,6 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
             res.events.insert(1, chosen)
         res = unwhiten(res, wh)
     res.dtype = dtype
-    from ..results.build import model_info
-
     res.model_info = model_info(source)
     if quality:
         from .quality import assess

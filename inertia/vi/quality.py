@@ -56,7 +56,9 @@ from typing import Optional
 import numpy as np
 
 from .._scope import in_float64
-from ..results.idata import arviz
+from ..results.idata import arviz, flat_rows, sites_of
+from .monitor import CHUNK, _on_draws
+from ..targets.base import potential_on_rows
 
 FIRST_DRAWS = 4000  # draws of q per seed of the first look (as many as results.build.FIT_DRAWS)
 NUM_DRAWS = 32000  # draws of q per seed of the second look, at most (and in d = 1)
@@ -161,8 +163,6 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0,
     j = start..num_draws - 1, of `_normals(res, num_draws, seed, start)`, V by the objective
     monitor's compiled batched potential (the data are its arguments; no new program);
     -inf where V is not finite (a draw outside the support)."""
-    from .monitor import CHUNK, _on_draws
-
     if _rank(res):
         return _factor_log_weights(target, res, num_draws, seed, start)
     xi = _normals(res, num_draws, seed, start)
@@ -193,8 +193,6 @@ def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0,
 
 def _factor_log_weights(target, res, num_draws, seed, start=0):
     """(1, draw) log weights of a factor-family q (Woodbury form of log q; no d x d matrix)."""
-    from ..targets.base import potential_on_rows
-
     X = draws_of(res, num_draws, seed, start)[0]
     V = potential_on_rows(target.potential, X)
     lw = -V - res.cov.log_density(np.asarray(res.mean, np.float64), X)
@@ -340,8 +338,6 @@ def corrected_rows(res, rows: list) -> list:
     quality, lw = getattr(res, "quality", None), getattr(res, "quality_weights", None)
     if not quality or lw is None or not quality.get("corrected"):
         return rows
-    from ..results.idata import flat_rows, sites_of
-
     info = dict(getattr(res, "model_info", None) or {})
     if getattr(res, "constrain", None) is not None:
         info.setdefault("constrain", res.constrain)

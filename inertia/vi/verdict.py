@@ -18,6 +18,7 @@ import numpy as np
 from .. import _warnings
 from ..verdict import Verdict
 from .auto import boundary
+from .averaging import AVERAGING_FACTOR
 
 PLATEAU_TOL = 1e-4  # nats over the last window: the automatic stopping rule's default
 
@@ -106,8 +107,6 @@ def improper_verdict(probe: dict, step: int) -> Verdict:
 def budget_verdict(rec, rule, num_steps: int) -> Verdict:
     """Why a monitored run ended without the stopping rule firing: the averaging phase ran its
     course, or the budget ended it; either way whether F_hat was still falling (unconverged)."""
-    from .averaging import AVERAGING_FACTOR
-
     falling = rule.falling()
     out = {"decrease": rule.decrease, "stderr": rule.stderr}
     if rec.avg_start is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .auto import boundary
+from ..targets.curvature import bounds_under
 
 WIDEN_AFTER = 3  # checkpoints in a row on one side of the feasible set before it is widened
 WIDEN_FACTOR = 4.0  # alpha / 4 (upper side) or beta x 4 (lower side)
@@ -64,8 +65,6 @@ def reestimation(curvature):
 def reestimate(s):
     """Bounds under the last checkpoint's q: the state with the new bounds (the feasible set the
     union of the old and new) and a restart when they moved enough, and the event."""
-    from ..targets.curvature import bounds_under
-
     m, A = s.final[0][0], s.final[1][0]
     cov = s.covariance(np.asarray(m)[None], np.asarray(A)[None])[0]
     try:

@@ -3,7 +3,8 @@
 exponential (default): freeze g = grad V(q) and solve the HFHR SDE exactly,
     p' = psi0 p - psi1 g + zeta_p,  q' = q + psi1 p - (alpha h + psi2) g + sqrt(2 alpha h) xi + zeta_q;
 split: Euler-Maruyama on the gradient part, then the exact OU / transport flow,
-    q~ = q - alpha h g + sqrt(2 alpha h) xi,  p~ = p - h g,  q' = q~ + psi1 p~ + zeta_q,  p' = psi0 p~ + zeta_p.
+    q~ = q - alpha h g + sqrt(2 alpha h) xi,  p~ = p - h g,  q' = q~ + psi1 p~ + zeta_q,  p' = psi0 p~ +
+    zeta_p.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Draws z_b ~ N(m_k, Sigma_k), scores g_b = -grad V(z_b); batch means z_bar, g_bar and covariances
 C, Gamma (1/B normalisation). With learning rate lambda_k:
 U = lambda Gamma + lambda/(1+lambda) g_bar g_bar^T,
-W = Sigma_k + lambda C + lambda/(1+lambda) d d^T, d = m_k - z_bar;  Sigma_{k+1} = 2 W (I + (I + 4 U W)^{1/2})^{-1}  (eq. 12),
+W = Sigma_k + lambda C + lambda/(1+lambda) d d^T, d = m_k - z_bar;  Sigma_{k+1} = 2 W (I + (I + 4 U
+W)^{1/2})^{-1}  (eq. 12),
 m_{k+1} = m_k/(1+lambda) + lambda/(1+lambda) (Sigma_{k+1} g_bar + z_bar)  (eq. 13).
 The root of the non-symmetric I + 4UW is taken on its symmetric similar form: with W = R R^T,
 I + 4UW = R^{-T} (I + 4 R^T U R) R^T, so Sigma_{k+1} = 2 R (I + (I + 4 R^T U R)^{1/2})^{-1} R^T.
