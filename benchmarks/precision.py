@@ -26,7 +26,7 @@ import inertia.config
 
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
-from inertia._threads import single_blas_thread
+from threadpoolctl import threadpool_limits
 from inertia.targets import kappa_family
 from inertia.vi import fit, make_kernel
 
@@ -125,7 +125,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    with single_blas_thread():
+    with threadpool_limits(limits=1, user_api="blas"):
         out = {"device": str(jax.devices()[0]), "platform": jax.default_backend(),
                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                "batch_size": args.batch_size, "repeats": args.repeats,

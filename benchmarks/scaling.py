@@ -30,7 +30,7 @@ import inertia.config
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
 import inertia  # noqa: F401  (float64)
-from inertia._threads import single_blas_thread
+from threadpoolctl import threadpool_limits
 from inertia.targets import kappa_family
 from inertia.vi import make_kernel
 
@@ -167,7 +167,7 @@ def measure_all(args):
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     load_before = os.getloadavg()
     rows = []
-    with single_blas_thread():
+    with threadpool_limits(limits=1, user_api="blas"):
         for d in args.dims:
             target = kappa_family(d, 100.0)
             n = _steps(d)

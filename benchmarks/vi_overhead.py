@@ -22,7 +22,7 @@ import inertia.config
 inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in float64
 
 import inertia  # noqa: F401
-from inertia._threads import single_blas_thread
+from threadpoolctl import threadpool_limits
 from inertia.targets import logistic_regression
 from inertia.targets.zoo import make_target
 from inertia.vi import make_kernel
@@ -119,7 +119,7 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     b = 64
-    with single_blas_thread():
+    with threadpool_limits(limits=1, user_api="blas"):
         rows = _measure(args, b)
     if args.json:
         with open(args.json, "w") as fh:

@@ -17,6 +17,7 @@ import numpy as np
 from .convergence import (ESS_MIN, ONE_CHAIN, RHAT_MAX, chain_stats,  # noqa: F401
                           quiet_arviz_notice)
 from .verdict import Verdict
+from .targets.base import BATCH, potential_on_rows
 
 
 def default_names(dim: int, prefix: str = "x") -> list:
@@ -190,8 +191,6 @@ def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int
 def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> int:
     """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (the target's
     batched potential at the current tier, `targets.base.potential_on_rows`)."""
-    from .targets.base import BATCH, potential_on_rows
-
     x = np.asarray(draws, dtype=np.float64)
     flat = x.reshape(-1, x.shape[-1])
     flat = flat[np.all(np.isfinite(flat), axis=1)]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ._cache import DatasetError
+from .csv import read_columns
 
 JSON_SUFFIXES = (".json",)
 NPZ_SUFFIXES = (".npz",)
@@ -256,8 +257,6 @@ def read_named(path, *, drop_missing: bool = False) -> NamedData:
         return read_npz(path)
     if suffix in PARQUET_SUFFIXES:
         return read_parquet(path)
-    from .csv import read_columns
-
     return NamedData(_python_names(read_columns(path, drop_missing=drop_missing), path), path,
                      "csv")
 

@@ -9,6 +9,7 @@ import numpy as np
 from ..verdict import Verdict
 from . import idata as _id
 from .base import Result, save
+from .predictive import draw
 
 
 def load(path) -> "LoadedResult":
@@ -146,8 +147,6 @@ class LoadedResult(Result):
                    **model_kwargs) -> dict:
         """Posterior predictive draws by site of a NumPyro `model` (the file keeps the draws, not
         the model) called with `model_args` at each saved posterior draw (NumPyro's Predictive)."""
-        from .predictive import draw
-
         post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
         sites = {k: post[k].values for k in post.data_vars}
         return draw(model, sites, rng_key, model_args, model_kwargs, num_samples, return_sites)

@@ -9,10 +9,8 @@ from typing import Optional
 import jax
 import numpy as np
 
-from . import kernels
-from .. import _warnings
-from .. import convergence
-from .. import diagnostics as shared_diagnostics
+from . import kernels, stream
+from .. import _warnings, convergence, diagnostics as shared_diagnostics
 from .._scope import entry_point, float64_methods
 from ..results.base import Result
 from ..verdict import Verdict
@@ -21,6 +19,10 @@ from .models import Model, from_loss, make_model
 from .offline import Curvature, offline
 from .predict import IAT, covariance_standard_errors, iat, stationary
 from .tuning import Tuning, tune
+from ..data import sources
+from .large import LargeGLM, large_model
+from .passes import ShardedPasses
+from .._random import check_seed
 
 
 class CalibrationWarning(UserWarning):
@@ -152,9 +154,6 @@ def _resolve_large(model, data, loss_kw, large, chunk):
     LARGE_ROWS rows (or large=True); else None."""
     from pathlib import Path
 
-    from ..data import sources
-    from .large import LargeGLM, large_model
-
     if isinstance(model, LargeGLM):
         return model
     if not isinstance(model, str) or large is False:
@@ -174,8 +173,6 @@ def _resolve_large(model, data, loss_kw, large, chunk):
 def _sharded(lm, devices, chunk):
     """ShardedPasses of a LargeGLM's rows over `devices` ('all' or a list) on a 1-D mesh."""
     from jax.sharding import Mesh
-
-    from .passes import ShardedPasses
 
     devs = jax.devices() if isinstance(devices, str) and devices == "all" else list(devices)
     return ShardedPasses(lm.source, Mesh(np.array(devs), ("data",)), kind=lm.link.kind,
@@ -240,8 +237,6 @@ def _run_chains(m, lm, sharded, Lambda, tau, starts, key, *, fixed, num_steps, b
                 momentum) -> tuple:
     """SG(L)D draws (chain, draw, dim): exactly num_steps in one compiled program (in memory,
     fixed), or blocks until `stream.run_to_ess` stops; (draws, burn_in, thin, steps run)."""
-    from . import stream
-
     motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
                   momentum=momentum)
     if fixed and lm is None:
@@ -314,8 +309,6 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
     autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc` uses
     (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
     """
-    from .._random import check_seed
-
     seed = check_seed(seed)
     motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
                   momentum=momentum)

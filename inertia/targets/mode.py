@@ -468,4 +468,5 @@ def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS)
 
 
 __all__ = ["Mode", "find_mode", "nan_points", "RESTARTS", "inverse_factor", "probe_unbounded",
-           "DENSE_MAX_DIM", "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale", "map_estimate", "MAP_RESTARTS", "MAP_GAIN"]
+           "DENSE_MAX_DIM", "MATRIX_FREE_DIM", "FLAT_NATS", "probed_scale", "map_estimate",
+           "MAP_RESTARTS", "MAP_GAIN"]

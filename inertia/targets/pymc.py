@@ -20,8 +20,10 @@ import numpy as np
 
 from .. import _compile
 from ..data.checks import bad_entries
-from .base import Target, TargetError, from_logdensity
+from .base import Target, TargetError, from_logdensity, jitted
 from .numpyro import _valid_start
+from ..posterior import site_names
+from ..data.named import check_arguments, model_data
 
 
 def _pymc():
@@ -153,8 +155,6 @@ def from_pymc(model, *, alpha=None, beta=None, name=None, seed=0) -> Target:
     out_names = [v.name for v in outputs]
     values_graph = _jaxify(value_vars, outputs)
     label = name or f"pymc:{model.name or 'model'}"
-    from ..posterior import site_names
-
     extra = {"names": site_names({k: v.shape for k, v in example.items()}), "init": None,
              "pymc": PyMCModel(model)}
     target = from_logdensity(logdensity, example, alpha=alpha, beta=beta, name=label,
@@ -178,8 +178,6 @@ def from_pymc(model, *, alpha=None, beta=None, name=None, seed=0) -> Target:
         return {k: np.reshape(np.asarray(v), lead + v.shape[1:]) for k, v in out.items()}
 
     extra["constrain"] = constrain
-    from .base import jitted
-
     flat0 = np.concatenate([np.ravel(example[k]) for k in sorted(example)])
     with _compile.tier_for(target):
         v, g = jitted(target, "value_and_grad")(_compile.device(flat0))
@@ -232,8 +230,6 @@ def pymc_model_from_file(module, name, obj, data, path):
         return obj
     if not callable(obj) or hasattr(module, f"{name}_init") or not _refers_to(module, "pymc"):
         return None
-    from ..data.named import check_arguments, model_data
-
     check_arguments(obj, name, data, path)
     columns = model_data(data)
     uses_numpyro = _refers_to(module, "numpyro")

@@ -34,6 +34,15 @@ from . import verdict as verdicts
 from .averaging import AVERAGING_STEP_DECAY
 from ..factor_cov import FactorCovariance
 from .monitor import StoppingRule
+from .runner import step_keys
+from ..resources import available_bytes, estimate_fit_bytes
+from ..targets.mode import MATRIX_FREE_DIM
+from .registry import FAMILIES
+from .result import FitResult
+from ..results.build import model_info
+from .auto import prepare
+from .._random import host_normal, key_of
+from ..targets.base import batched_potential, on_rows
 
 RANK = 16  # columns of B by default (at most d - 1)
 # Adam's step in the start's coordinates (u = (x - x0) / s, q starting at N(0, I)); on the
@@ -107,9 +116,6 @@ class _Objective:
     """F_hat(q) in the start's coordinates on fixed common normals (z, eps), and its per-draw values."""
 
     def __init__(self, target, x0, s, rank, num_draws, seed):
-        from .._random import host_normal, key_of
-        from ..targets.base import batched_potential
-
         d = target.dim
         xi = np.asarray(host_normal(key_of(seed + 7919), (num_draws, rank + d)), np.float64)
         self.Z, self.E = xi[:, :rank], xi[:, rank:]
@@ -119,8 +125,6 @@ class _Objective:
 
     def draws(self, params):
         """Per-draw V(x) - H(q) terms (their mean is F_hat, in nats; the user's coordinates)."""
-        from ..targets.base import on_rows
-
         mu, B, logD = (np.asarray(p, np.float64) for p in params)
         X = self.x0 + self.s * (mu + self.Z @ B.T + self.E * np.exp(logD))
         V = on_rows(self.fn, X).astype(np.float64)
@@ -156,8 +160,6 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
     optimizer = optax.adam(eta)
     state = _compile.jit(lambda p: (p, optimizer.init(p)))(params)  # one program, not eager ops
     block = _block_fn(_u_grad(target.astype(dtype), x0, s), optimizer, int(batch_size))
-    from .runner import step_keys
-
     all_keys = step_keys([seed], num_steps, 0)[0]  # (num_steps, 2): one program for every key
     objective = _Objective(target, x0, s, r, monitor_draws, seed)
     rule = StoppingRule(tol, window) if tol is not None else None
@@ -246,10 +248,6 @@ def choose_family(d: int, method: Optional[str], family: Optional[str], batch_si
     "factor" when d > MATRIX_FREE_DIM (`targets.mode`; the full-rank methods form and factorise
     d x d matrices at every update) or the full-rank run's d x d arrays
     (`resources.estimate_fit_bytes`) exceed free memory, and "full-rank" otherwise."""
-    from ..resources import available_bytes, estimate_fit_bytes
-    from ..targets.mode import MATRIX_FREE_DIM
-    from .registry import FAMILIES
-
     if family is not None:
         if family not in FAMILIES:
             raise ValueError(f"family must be one of {', '.join(map(repr, FAMILIES))}; got "
@@ -281,8 +279,6 @@ def family_message(family: dict) -> str:
 
 def _result_class():
     import dataclasses
-
-    from .result import FitResult
 
     @dataclasses.dataclass(repr=False)
     class FactorFitResult(FitResult):
@@ -327,9 +323,6 @@ def fit_family(target, *, seeds, num_steps, batch_size, step_size, init, opts, p
                dtype="float64"):
     """`fit` with the factor family: bounds and start (`auto.prepare`, matrix-free above
     MATRIX_FREE_DIM), the run (`fit_factor`), then the quality check as for every fit."""
-    from ..results.build import model_info
-    from .auto import prepare
-
     if len(seeds) != 1:
         raise ValueError("the factor family runs one seed at a time; pass one seed")
     source = target

@@ -14,6 +14,8 @@ from .._scope import float64_methods
 from ..results.base import Result
 from ..results.build import fit_summary
 from ..verdict import Verdict
+from ..posterior import format_table
+from .quality import corrected_rows, resample
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -131,8 +133,6 @@ class FitResult(Result):
         models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`), and
         where q is not unreliable (Pareto k-hat <= 0.7) their PSIS-corrected twins mean_psis,
         sd_psis, q5_psis, q95_psis (`vi.quality`, on the quality check's own draws)."""
-        from .quality import corrected_rows
-
         line = None if self.converged else self.verdict.line()
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
@@ -144,8 +144,6 @@ class FitResult(Result):
     def table(self, **kw) -> str:
         """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
         run did not converge, and by the approximation's quality (which columns are corrected)."""
-        from ..posterior import format_table
-
         with warnings.catch_warnings():  # said in the table itself
             warnings.simplefilter("ignore", RuntimeWarning)
             rows = self.summary(**kw)
@@ -173,8 +171,6 @@ class FitResult(Result):
     def psis_draws(self, num_draws: Optional[int] = None, seed: int = 0) -> np.ndarray:
         """(num_draws, d) draws of q resampled by their PSIS weights (unconstrained coordinates;
         default as many as the quality check drew); refused when k-hat > 0.7."""
-        from .quality import resample
-
         return resample(self, num_draws, seed)
 
     def _shape(self) -> str:
@@ -212,8 +208,6 @@ def hitting_step(result: FitResult, threshold: float, *, relative: bool = False)
 
 def report_text(res, out, total) -> str:
     """The printed result: how it ran, whether it converged, and the posterior table."""
-    from ..posterior import format_table
-
     last = out["checkpoints"][-1]
     lines = [f"{res.method} ({'accelerated' if res.accelerated else 'plain'}), b = "
              f"{res.batch_size}, {res.num_steps} updates | {last['grad_evals']} gradient + "

@@ -1,4 +1,4 @@
-"""Plug-in constants of Theorem 4.5 / Corollary 4.6 and the measured SGD-proxy W2 (sgmcmc.bounds)."""
+"""Plug-in constants of Theorem 4.5 / Corollary 4.6 and the measured SGD-proxy W2 (reproductions/bounds.py)."""
 import sys
 
 import jax.numpy as jnp
