@@ -78,7 +78,7 @@ def run_inertia(t, constrain, mu, sd, seed=0, method="hfhr"):
             "grads_per_ess": CHAINS * grads / ess, "converged": res.converged,
             "nonfinite_draws": int(np.sum(~np.isfinite(res.draws).all(-1))),
             "params": res.params, "seconds": time.perf_counter() - t0,
-            "verdict": res.diagnostics.verdict()}
+            "verdict": res.diagnostics.line()}
 
 
 def run_nuts(t, constrain, mu, sd, seed=0, warmup=1000, draws=1000):

@@ -207,7 +207,7 @@ def run_inertia(t, constrain, ref, seed, method=None):
     out = {"sampler": res.method, "grads": int(res.total_grad_evals), "wall_s": wall, **s,
            "grads_per_ess": res.total_grad_evals / max(s["ess"], 1e-9),
            "converged": bool(res.converged), "params": res.params,
-           "verdict": res.diagnostics.verdict() if res.diagnostics is not None else None}
+           "verdict": res.diagnostics.line() if res.diagnostics is not None else None}
     if res.chains:
         out.update(acceptance=res.chains["acceptance_rate"], divergences=res.chains["divergences"],
                    step_size=res.chains["step_size"], choice=res.tuning["choice"],

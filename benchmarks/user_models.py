@@ -147,7 +147,7 @@ def run(name, vi_method=None, with_sample=True):
         row["sample_s"] = time.perf_counter() - t0
     row["sample_converged"] = bool(s.converged)
     row["sample_steps"] = int(s.num_steps)
-    row["sample_verdict"] = s.diagnostics.verdict() if s.diagnostics else None
+    row["sample_verdict"] = s.diagnostics.line() if s.diagnostics else None
     row["sample"] = errors(ref, t.info["constrain"](np.asarray(s.draws).reshape(-1, t.dim)))
     return row
 

@@ -896,8 +896,8 @@ OTHER_CASES = [
     ("mcmc.sample one chain", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.mcmc import sample\n"
      "r = sample(K(3, 10.0), num_chains=1, max_steps=20000)\n"
-     "assert r.diagnostics.converged and r.num_steps < 20000, r.diagnostics.verdict()\n"
-     "print(r.diagnostics.verdict())", "ok", "", ""),
+     "assert r.diagnostics.converged and r.num_steps < 20000, r.diagnostics.line()\n"
+     "print(r.diagnostics.line())", "ok", "", ""),
     # API: the CSV reader
     ("read_csv NaN cell", "api", "from inertia.data.csv import read_csv\n"
      "read_csv('{b_nan}', response='y')", "DatasetError", "", "line 12, column 'x1'"),
@@ -1120,7 +1120,7 @@ DATA_FILE_CASES = [
      "import jax.numpy as jnp; from inertia.targets import from_logdensity as F\n"
      "from inertia.vi import fit\nt = F(lambda x: -0.5 * jnp.sum(x ** 2 * jnp.arange(1.0, 4.0)), "
      "jnp.zeros(3))\nr = fit(t, 'stl-proj', num_steps=10 ** 12)\n"
-     "assert r.stopped['converged'] and r.num_steps < 10 ** 5, r.stopped\n"
+     "assert r.converged and r.num_steps < 10 ** 5, r.verdict\n"
      "print('stopped by its rule at', r.num_steps)", "ok", "was a hang (a key per step)", ""),
     ("fit flat prior, separable logistic data (1 coefficient)", "cli",
      "fit --model {n_flatlogit}:model --data {sep1} --quiet", "error", "", "improper"),

@@ -36,8 +36,8 @@ def test_fit_says_improper_on_flat_prior_separable_data():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         r = fit(_flat_logistic(), num_steps=2000)
-    assert not r.stopped["converged"] and r.stopped.get("improper") is not None
-    assert "improper" in r.stopped["reason"]
+    assert not r.converged and r.verdict.numbers.get("improper") is not None
+    assert "improper" in r.verdict.numbers["stop"]
 
 
 def test_sample_says_improper_on_flat_prior_separable_data():

@@ -135,10 +135,8 @@ def fit_reparameterised(fit, escalate, diagnose, target, sites, method=None, **k
     out = escalate(res, rep.target, ensure, seed=seed, progress=bool(kw.get("progress", False)))
     if out is res:
         return res
-    mapped = in_original(out, target, rep, grads, how, names=target.info["names"],
-                         diagnose=diagnose)
-    mapped.fit, mapped.verdicts = out.fit, out.verdicts
-    return mapped
+    return in_original(out, target, rep, grads, how, names=target.info["names"],
+                       diagnose=diagnose)  # its `fit` and `escalated` kept
 
 
 def _diagnose(diagnose_result, target, res, target_accept):

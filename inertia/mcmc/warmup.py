@@ -156,8 +156,8 @@ def _vi_fit(target, seed, **budget):
         factor = np.linalg.cholesky(np.asarray(r.cov, dtype=np.float64).reshape(target.dim, -1))
     except Exception:  # noqa: BLE001 - any failure of the fit falls back to the Laplace fit
         return None
-    if (r.stopped or {}).get("improper") is not None:  # the fit's probe found infinite mass
-        why = r.stopped["reason"].removeprefix("NOT CONVERGED: ")
+    if "improper" in r.verdict.numbers:  # the fit's probe found infinite mass
+        why = r.verdict.numbers["stop"]
         raise TargetError(f"the posterior is improper: {why}; give every parameter a proper prior "
                           "(or check the data for separation)")
     if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(factor))):

@@ -36,5 +36,5 @@ def test_checkpoint_queue_listed_a_window_at_a_time():
 def test_fit_with_a_budget_of_10_to_the_12_stops_by_its_rule():
     t = from_logdensity(lambda x: -0.5 * jnp.sum(x ** 2 * jnp.arange(1.0, 4.0)), jnp.zeros(3))
     r = fit(t, "stl-proj", num_steps=10 ** 12)
-    assert r.stopped and r.stopped["converged"] and r.num_steps < 10 ** 5
+    assert r.converged and "stop" in r.verdict.numbers and r.num_steps < 10 ** 5
     np.testing.assert_allclose(np.asarray(r.mean).reshape(-1)[:3], 0.0, atol=0.05)
