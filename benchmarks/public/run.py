@@ -286,7 +286,7 @@ def write_report(names):
              f"{s['fit_rows'] and s['fit_right']} of {s['fit_rows']} posteriors; converged with "
              f"q judged adequate and yet wrong: {', '.join(s['fit_adequate_but_wrong']) or 'none'}.")
     if s["missing"]:
-        L.append(f"- Rows missing (not yet run): {', '.join(s['missing'])}.")
+        L.append(f"- Posteriors without a `sample` row or without any NUTS row (not run yet): {', '.join(s['missing'])}.")
     L += ["", "## Posteriors and references", "",
           "| posterior | d | source | reference |", "|---|---:|---|---|"]
     for n in names:
