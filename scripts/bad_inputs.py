@@ -401,12 +401,14 @@ CASES = [
      "fit --model logistic --data pima --method stl-proj --steps 5 --quiet", "error",
      "names INERTIA_DATA_DIR"),
     ("fit graph-probit on shipped Sonar", "cli",
-     "fit --model graph-probit --data sonar --method stl-proj --steps 3 --batch-size 2 --quiet",
+     "fit --model graph-probit --data sonar --method stl-proj --steps 3 --batch-size 2 --quiet "
+     "--allow-unconverged",
      "ok", "data ship with the package"),
     ("fit --step-size 1e6 diverges", "cli", f"{FIT} --dim 3 --kappa 10 --steps 20 --step-size 1e6",
      "warn", "divergence reported, exit 3 (not converged)"),
     ("fit exact-apg without --batch-size", "cli",
-     "fit --model gaussian-kappa --method exact-apg --steps 20 --quiet", "ok", ""),
+     "fit --model gaussian-kappa --method exact-apg --steps 20 --quiet --allow-unconverged", "ok",
+     "20 updates do not converge: exit 3 without the flag"),
     ("fit default batch, steps, seed", "cli",
      "fit --model gaussian-kappa --dim 3 --kappa 10 --method stl-proj --quiet", "ok", ""),
     ("fit --dim 20000 stl-proj (memory)", "cli",
@@ -1061,7 +1063,7 @@ ROUND4_CASES = [
      "fit(K(4, 10.0), 'stl-proj', num_steps=10 ** 12)", "RuntimeWarning",
      "warned before the run (an error here, by the warnings filter)", "takes at least"),
     ("calibrate on 200,000 rows says what it does", "cli",
-     "calibrate --model linear --batch-size 32 --steps 200 --data {rows}", "ok",
+     "calibrate --model linear --batch-size 32 --steps 200 --data {rows} --allow-unconverged", "ok",
      "a line before the passes over the data", "200,000 rows"),
 ]
 
