@@ -504,7 +504,8 @@ CASES = [
      f"{CAL} --model linear --csv {{good}} --json {{blocker}}/c.json", "error",
      "checked before the run"),
     ("calibrate responses of 1e300", "cli", f"{CAL} --model linear --csv {{huge}}", "error", ""),
-    ("calibrate good CSV", "cli", f"{CAL} --model linear --csv {{good}}", "ok", ""),
+    ("calibrate good CSV", "cli", f"{CAL} --model linear --csv {{good}} --allow-unconverged", "ok",
+     ""),
     # reproduce
     ("reproduce unknown experiment", "cli", "reproduce nope", "error", ""),
     ("reproduce --out is a file", "cli", "reproduce lower-bound --quick --out {blocker}",
@@ -654,9 +655,11 @@ CASES = [
 # contain for the answer to count as clear (an error naming its cause, or an "ok" run saying
 # what it did); "|" separates alternatives.
 
-FITB = "fit --model logistic --method stl-proj --steps 5 --quiet --response y --data"
+FITB = ("fit --model logistic --method stl-proj --steps 5 --quiet --allow-unconverged "
+        "--response y --data")
 SAMPLEB = "sample --model logistic --steps 20 --quiet --allow-unconverged --response y --data"
-CALB = "calibrate --model logistic --batch-size 8 --steps 200 --response y --csv"
+CALB = ("calibrate --model logistic --batch-size 8 --steps 200 --allow-unconverged "
+        "--response y --csv")
 CSV_COMMANDS = (("fit", FITB), ("sample", SAMPLEB), ("calibrate", CALB))
 
 # (fixture, expect, words, what) for every command
@@ -734,7 +737,8 @@ def csv_cases() -> list:
          "sample --model logistic --steps 20 --quiet --data {b_good}", "error", "",
          "name the response column"),
         ("fit: NaN row dropped keeps x1", "cli",
-         "fit --model logistic --method stl-proj --steps 5 --response y --drop-missing --data "
+         "fit --model logistic --method stl-proj --steps 5 --allow-unconverged --response y "
+         "--drop-missing --data "
          "{b_nan}", "ok", "the strongest predictor stays in the model", "x1"),
         ("fit: --response with a built-in data set", "cli",
          "fit --model logistic --data sonar --response y --method stl-proj --steps 5 --quiet",
@@ -749,9 +753,10 @@ def csv_cases() -> list:
          "error", "", "line 12|x1"),
         ("model file on a CSV, --drop-missing", "cli",
          "fit --model {m_numpyro}:model --data {b_nan} --drop-missing --steps 5 --method "
-         "stl-proj --quiet", "ok", "", ""),
+         "stl-proj --quiet --allow-unconverged", "ok", "", ""),
         ("model file on a BOM CSV", "cli",
-         "fit --model {m_numpyro}:model --data {b_bom} --steps 5 --method stl-proj --quiet",
+         "fit --model {m_numpyro}:model --data {b_bom} --steps 5 --method stl-proj --quiet "
+         "--allow-unconverged",
          "ok", "", ""),
     ]
     return out
@@ -759,11 +764,11 @@ def csv_cases() -> list:
 
 MODEL_CASES = [
     ("model file: NAME_init a function", "cli", "fit --model {m_initfn}:logp --steps 50 "
-     "--method stl-proj", "ok", "names the convention", "log density, logp_init a function"),
+     "--method stl-proj --allow-unconverged", "ok", "names the convention", "log density, logp_init a function"),
     ("model file: NAME_init a list", "cli", "fit --model {m_initval}:logp --steps 50 --method "
-     "stl-proj", "ok", "", "log density, logp_init a value"),
+     "stl-proj --allow-unconverged", "ok", "", "log density, logp_init a value"),
     ("model file: NAME_init a dict", "cli", "fit --model {m_initdict}:logp --steps 50 "
-     "--method stl-proj", "ok", "", "log density"),
+     "--method stl-proj --allow-unconverged", "ok", "", "log density"),
     ("model file: NAME_init needs arguments", "cli", "fit --model {m_initargs}:logp --quiet",
      "error", "", "logp_init is a function|make it take none"),
     ("model file: NAME_init a string", "cli", "fit --model {m_initstr}:logp --quiet", "error",
