@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from .base import Target, TargetError
 from .._scope import in_float64
-from ..resources import available_bytes, estimate_fit_bytes, largest_dim
+from .. import resources
+from ..resources import estimate_fit_bytes, largest_dim
 
 MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
 
@@ -38,10 +39,9 @@ def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: flo
         raise TargetError("--data and --response apply to logistic, probit, graph-probit and "
                           "model files; gaussian-kappa takes --dim and --kappa")
     if model == "gaussian-kappa":
-        from ..resources import available_bytes, estimate_fit_bytes, largest_dim
         from .gaussian import kappa_family
 
-        need, have = estimate_fit_bytes("sym", int(dim), 8), available_bytes()
+        need, have = estimate_fit_bytes("sym", int(dim), 8), resources.available_bytes()
         if need > have:  # fail before the O(d^3) random rotation, not after minutes of it
             raise MemoryError(f"gaussian-kappa at d = {dim} needs about {need / 2**30:.1f} GiB "
                               f"for a fit and {have / 2**30:.1f} GiB is free; the largest d that "
@@ -82,7 +82,7 @@ def _check_size(path, shape) -> None:
 
     n, p = shape
     d = p + 1
-    need, have = estimate_fit_bytes("sym", d, 8), available_bytes()
+    need, have = estimate_fit_bytes("sym", d, 8), resources.available_bytes()
     if need > have:
         raise MemoryError(f"{path}: {p} predictor columns make d = {d} coefficients; a "
                           f"full-covariance fit or sampler needs about {need / 2**30:.1f} GiB "

@@ -18,7 +18,8 @@ import numpy as np
 from .. import _warnings, _compile
 from .._random import host_normal
 from .registry import get_estimator
-from ..resources import available_bytes, estimate_fit_bytes, largest_dim
+from .. import resources
+from ..resources import estimate_fit_bytes, largest_dim
 
 Z_WARN = 6.0  # |z| above this: the Hessian-based estimators see a different curvature
 
@@ -58,7 +59,7 @@ def check_memory(m_spec, d, batch_size, num_seeds):
     est = get_estimator(m_spec)
     coords = {"cov": "bw"}.get(est.coords, est.coords)
     need = estimate_fit_bytes(coords, d, batch_size, num_seeds, needs_hvp=est.needs_hvp)
-    have = available_bytes()
+    have = resources.available_bytes()
     if need > have:
         top = largest_dim(coords, batch_size, num_seeds, needs_hvp=est.needs_hvp, budget=have)
         raise MemoryError(f"{m_spec.name} at d = {d}, batch {batch_size}, {num_seeds} seed(s) "

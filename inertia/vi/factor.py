@@ -35,8 +35,9 @@ from .averaging import AVERAGING_STEP_DECAY
 from ..factor_cov import FactorCovariance
 from .monitor import StoppingRule
 from .runner import step_keys
-from ..resources import available_bytes, estimate_fit_bytes
-from ..targets.mode import MATRIX_FREE_DIM
+from .. import resources
+from ..resources import estimate_fit_bytes
+from ..targets import mode as _mode
 from .registry import FAMILIES
 from .result import FitResult
 from ..results.build import model_info
@@ -256,15 +257,16 @@ def choose_family(d: int, method: Optional[str], family: Optional[str], batch_si
     if method is not None:
         return "full-rank", f"method {method!r} given (a full-rank method)"
     need = estimate_fit_bytes("sym", d, batch_size, num_seeds)
-    have = available_bytes()
+    have = resources.available_bytes()
     mb = 8 * d * d / 2**20
-    if d > MATRIX_FREE_DIM:
-        return "factor", (f"d = {d} > {MATRIX_FREE_DIM}: the full-rank family holds d x d matrices "
+    if d > _mode.MATRIX_FREE_DIM:
+        return "factor", (f"d = {d} > {_mode.MATRIX_FREE_DIM}: the full-rank family holds d x d "
+                          "matrices "
                           f"({mb:,.0f} MB each) and factorises one at every update (O(d^3))")
     if need > have:
         return "factor", (f"the full-rank run needs about {need / 2**30:.1f} GiB and "
                           f"{have / 2**30:.1f} GiB is free")
-    return "full-rank", (f"d = {d} <= {MATRIX_FREE_DIM} and the full-rank run's d x d arrays "
+    return "full-rank", (f"d = {d} <= {_mode.MATRIX_FREE_DIM} and the full-rank run's d x d arrays "
                          f"(about {need / 2**20:,.0f} MB) fit in free memory")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .auto import boundary
-from ..targets.curvature import bounds_under
+from ..targets import curvature as _curvature
 
 WIDEN_AFTER = 3  # checkpoints in a row on one side of the feasible set before it is widened
 WIDEN_FACTOR = 4.0  # alpha / 4 (upper side) or beta x 4 (lower side)
@@ -71,7 +71,7 @@ def reestimate(s):
         L = np.linalg.cholesky(cov)
     except np.linalg.LinAlgError:
         return s, []
-    new = bounds_under(s.target, m, L, seed=s.checkpoints)
+    new = _curvature.bounds_under(s.target, m, L, seed=s.checkpoints)
     if new is None:
         return s, []
     a, b, hvps = new
