@@ -1,12 +1,20 @@
 """Cost against d: inertia's sample and fit beside NumPyro NUTS (diagonal and dense mass) and
 BlackJAX MCLMC on three model families with d from a hundred to ten thousand.
 
-Families (NumPyro models; d is the number of unconstrained parameters):
+Families (NumPyro models; d is the number of unconstrained parameters; the first three non-centred
+where they have a hierarchy, the last four as a statistician writes them):
 - "hier": non-centred hierarchical logistic regression, G = d - 3 groups, N = 8 G rows;
 - "glmm": Poisson GLMM with crossed random effects (rows and columns of a table, non-centred),
   R = C = (d - 3) / 2 levels, N = 4 (R + C) cells drawn at random;
 - "field": latent Gaussian field on a k x k grid (k = round(sqrt(d)), k^2 parameters; intrinsic random-walk precision
-  tau (sum of squared neighbour differences) + 0.01 |f|^2, tau = 4) with Poisson counts per cell.
+  tau (sum of squared neighbour differences) + 0.01 |f|^2, tau = 4) with Poisson counts per cell;
+- "irt" / "irt-nc": IRT two-parameter logistic, J = d - 44 students x K = 20 items, every response
+  observed; theta_j ~ N(0, 1), log a_k ~ N(mu_a, sigma_a), b_k ~ N(mu_b, sigma_b),
+  logit = a_k (theta_j - b_k); centred as written, or non-centred (the items' standardised offsets);
+- "slopes": varying intercepts and slopes, centred, G = (d - 5) / 2 groups x 10 rows,
+  (alpha_g, beta_g) ~ N(mu, diag tau^2), Gaussian rows;
+- "horseshoe": regularised horseshoe logistic regression (Piironen & Vehtari 2017),
+  p = (d - 3) / 2 predictors, N = 2 p rows, 10 non-zero coefficients.
 Runs (each in a fresh process, float64 enabled explicitly in the peers' processes, empty JAX cache):
 - "sample": `inertia.mcmc.sample(target)` (default: run until R-hat <= 1.01 and bulk ESS >= 400);
   "sample-low-rank": the same with the frame forced low-rank (`frame="low-rank"`) at every d;
@@ -48,7 +56,8 @@ import subprocess
 import sys
 import time
 
-FAMILIES = ("hier", "glmm", "field")
+FAMILIES = ("hier", "glmm", "field", "irt", "irt-nc", "slopes", "horseshoe")
+IRT_ITEMS = 20  # K items of the IRT families; J = d - 2 K - 4 students
 METHODS = ("sample", "sample-low-rank", "fit", "nuts-diag", "nuts-dense", "mclmc", "reference")
 DEFAULT_METHODS = ("sample", "fit", "nuts-diag", "nuts-dense", "mclmc")
 MOMENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "scale_d")
@@ -58,7 +67,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 def dim_of(family: str, d: int) -> int:
     """The number of unconstrained parameters of `family` asked for d (the field's is k^2)."""
-    return int(round(d ** 0.5)) ** 2 if family == "field" else int(d)
+    if family == "field":
+        return int(round(d ** 0.5)) ** 2
+    if family == "slopes":  # 2 G + 5
+        return 2 * ((d - 5) // 2) + 5
+    if family == "horseshoe":  # 2 p + 3
+        return 2 * ((d - 3) // 2) + 3
+    return int(d)
 
 
 def model_and_data(family: str, d: int, seed: int = 0):
@@ -116,7 +131,105 @@ def model_and_data(family: str, d: int, seed: int = 0):
             numpyro.sample("y", dist.Poisson(jnp.exp(f)), obs=y)
 
         return field, (y, k)
+    if family in ("irt", "irt-nc"):
+        return _irt(rng, d, centred=family == "irt")
+    if family == "slopes":
+        return _slopes(rng, d)
+    if family == "horseshoe":
+        return _horseshoe(rng, d)
     raise ValueError(f"unknown family {family!r}")
+
+
+def _irt(rng, d, centred=True):
+    """IRT two-parameter logistic, J = d - 44 students x K = 20 items, every response observed:
+    theta_j ~ N(0, 1), log a_k ~ N(mu_a, sigma_a), b_k ~ N(mu_b, sigma_b), logit = a_k (theta_j - b_k);
+    centred (log a and b sampled as written) or non-centred (their standardised offsets)."""
+    import numpy as np
+    import numpyro
+    import numpyro.distributions as dist
+
+    K = IRT_ITEMS
+    J = d - 2 * K - 4
+    jj, kk = (a.ravel() for a in np.meshgrid(np.arange(J), np.arange(K), indexing="ij"))
+    theta, log_a, b = rng.normal(size=J), rng.normal(0.0, 0.3, K), rng.normal(0.0, 1.0, K)
+    p = 1 / (1 + np.exp(-np.exp(log_a)[kk] * (theta[jj] - b[kk])))
+    y = rng.binomial(1, p).astype(float)
+
+    def irt(jj, kk, y, J, K):
+        import jax.numpy as jnp
+
+        mu_a = numpyro.sample("mu_a", dist.Normal(0.0, 1.0))
+        sigma_a = numpyro.sample("sigma_a", dist.HalfNormal(1.0))
+        mu_b = numpyro.sample("mu_b", dist.Normal(0.0, 2.0))
+        sigma_b = numpyro.sample("sigma_b", dist.HalfNormal(2.0))
+        with numpyro.plate("J", J):
+            th = numpyro.sample("theta", dist.Normal(0.0, 1.0))
+        with numpyro.plate("K", K):
+            if centred:
+                la = numpyro.sample("log_a", dist.Normal(mu_a, sigma_a))
+                bk = numpyro.sample("b", dist.Normal(mu_b, sigma_b))
+            else:
+                la = mu_a + sigma_a * numpyro.sample("log_a_z", dist.Normal(0.0, 1.0))
+                bk = mu_b + sigma_b * numpyro.sample("b_z", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Bernoulli(logits=jnp.exp(la)[kk] * (th[jj] - bk[kk])), obs=y)
+
+    return irt, (jj, kk, y, J, K)
+
+
+def _slopes(rng, d):
+    """Varying intercepts and slopes, centred: G = (d - 5) / 2 groups x 10 rows,
+    (alpha_g, beta_g) ~ N(mu, diag tau), y ~ N(alpha_g + beta_g x, sigma)."""
+    import numpy as np
+    import numpyro
+    import numpyro.distributions as dist
+
+    G = (d - 5) // 2
+    g = np.repeat(np.arange(G), 10)
+    x = rng.normal(size=g.size)
+    al, be = 1.0 + 0.5 * rng.normal(size=G), -0.5 + 0.3 * rng.normal(size=G)
+    y = al[g] + be[g] * x + rng.normal(0.0, 1.0, g.size)
+
+    def slopes(g, x, y, G):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0).expand([2]).to_event(1))
+        tau = numpyro.sample("tau", dist.HalfNormal(1.0).expand([2]).to_event(1))
+        sigma = numpyro.sample("sigma", dist.HalfNormal(2.0))
+        with numpyro.plate("G", G):
+            a = numpyro.sample("alpha", dist.Normal(mu[0], tau[0]))
+            b = numpyro.sample("beta", dist.Normal(mu[1], tau[1]))
+        numpyro.sample("y", dist.Normal(a[g] + b[g] * x, sigma), obs=y)
+
+    return slopes, (g, x, y, G)
+
+
+def _horseshoe(rng, d):
+    """Regularised horseshoe logistic regression (Piironen & Vehtari 2017), p = (d - 3) / 2
+    predictors, N = 2 p rows, 10 non-zero coefficients: z, lambda (p each), tau, c^2, intercept."""
+    import numpy as np
+    import numpyro
+    import numpyro.distributions as dist
+
+    p = (d - 3) // 2
+    n = 2 * p
+    X = rng.normal(size=(n, p))
+    beta = np.zeros(p)
+    beta[:10] = rng.choice([-1.0, 1.0], 10) * rng.uniform(1.0, 2.0, 10)
+    y = rng.binomial(1, 1 / (1 + np.exp(-(X @ beta)))).astype(float)
+
+    def horseshoe(X, y, p0=10.0, slab_scale=2.0, slab_df=4.0):
+        import jax.numpy as jnp
+
+        n, p = X.shape
+        tau0 = p0 / (p - p0) / jnp.sqrt(n) * 2.0  # sigma of a logistic pseudo-likelihood: 2
+        alpha = numpyro.sample("alpha", dist.Normal(0.0, 2.0))
+        tau = numpyro.sample("tau", dist.HalfCauchy(tau0))
+        c2 = numpyro.sample("c2", dist.InverseGamma(slab_df / 2, slab_df / 2 * slab_scale ** 2))
+        with numpyro.plate("p", p):
+            lam = numpyro.sample("lambda", dist.HalfCauchy(1.0))
+            z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+        lt = jnp.sqrt(c2 * lam ** 2 / (c2 + tau ** 2 * lam ** 2))
+        numpyro.sample("y", dist.Bernoulli(logits=alpha + X @ (z * tau * lt)), obs=y)
+
+    return horseshoe, (X, y)
 
 
 def _summary(draws):

@@ -265,17 +265,95 @@ def ess_bulk(draws) -> np.ndarray:
     return chain_stats(draws, ("ess_bulk",))["ess_bulk"]
 
 
-def _finite_min(v) -> float:
-    return float(np.nanmin(v)) if np.isfinite(v).any() else 0.0
+def finite_min(v) -> float:
+    """The least finite entry of v, 0 where none is finite."""
+    return float(np.nanmin(np.where(np.isfinite(v), v, np.nan))) if np.isfinite(v).any() else 0.0
+
 
 
 class Judgement(NamedTuple):
     """What one check of the draws found: the ESS compared with the target, the worst R-hat (NaN
-    with one chain) and whether the rule is met."""
+    with one chain), whether the rule is met, and the coordinates of the least ESS and of the
+    largest R-hat (None where not known)."""
 
     ess: float
     rhat: float
     met: bool
+    ess_at: Optional[int] = None
+    rhat_at: Optional[int] = None
+
+
+def _arg(v, best) -> Optional[int]:
+    """Index of the least (best=np.nanargmin) or largest finite entry, None if none is finite."""
+    return int(best(np.where(np.isfinite(v), v, np.nan))) if np.isfinite(v).any() else None
+
+
+DISAGREE_LEVEL = 0.01  # the chains-disagree test's level over all coordinates (Bonferroni)
+
+
+class Disagreement(NamedTuple):
+    """Chains whose means differ beyond their own Monte Carlo errors (`chains_disagree`): the
+    coordinate of the largest Q, Q there, the test's bound (chi-square, C - 1 degrees of freedom,
+    upper level / d), and how many coordinates exceed it."""
+
+    index: int
+    q: float
+    bound: float
+    count: int
+
+
+def chains_disagree(draws, level: float = DISAGREE_LEVEL) -> Optional[Disagreement]:
+    """Do the chains sample different distributions? Per coordinate, Cochran's Q of the chains'
+    means of the rank-normalised draws (Vehtari et al. 2021's z), each weighted by its own
+    precision ESS_c / var_c (ESS_c: Stan's estimator on the autocorrelation within the chains'
+    halves, pooled over the chains, each half about its own mean):
+    Q = sum_c w_c (m_c - m_w)^2 is chi-square with C - 1 degrees of freedom when the chains agree,
+    whatever their autocorrelation, and grows with the number of draws when they do not. The
+    Disagreement where the largest Q exceeds the chi-square bound at level / d (Bonferroni over
+    the d coordinates), else None (and None with one chain or fewer than 8 draws). Chains much
+    shorter than their autocorrelation time (ESS_c of ten or so) overstate ESS_c and fail the
+    test although they agree: too short to tell, and far from the ESS goal either way."""
+    from scipy.stats import chi2
+
+    x = np.asarray(draws, dtype=np.float64)
+    c, n, d = x.shape
+    if c < 2 or n < 8:
+        return None
+    with np.errstate(invalid="ignore"):
+        finite = np.flatnonzero(np.isfinite(x.min(axis=(0, 1))) & np.isfinite(x.max(axis=(0, 1))))
+    q = np.zeros(d)
+    width = max(1, _BLOCK // (c * n))
+    for lo in range(0, finite.size, width):
+        cols = finite[lo:lo + width]
+        z = _z_scales(x[:, :, cols])[0]
+        m = z.mean(axis=1)
+        v = z.var(axis=1, ddof=1)
+        halves = _split(z)
+        with np.errstate(all="ignore"):
+            # each chain's ESS from the autocorrelation within its halves, pooled over the chains
+            # (each half centred on its own mean: no between-chain term)
+            ess = _ess(halves - halves.mean(axis=1, keepdims=True)) / c
+            w = ess / np.maximum(v, np.finfo(float).tiny)  # a chain stuck at one value: huge w
+            mw = (w * m).sum(axis=0) / w.sum(axis=0)
+            q[cols] = np.nan_to_num((w * (m - mw) ** 2).sum(axis=0), nan=0.0)
+    bound = float(chi2.isf(level / d, c - 1))
+    over = int(np.sum(q > bound))
+    if not over:
+        return None
+    i = int(np.argmax(q))
+    return Disagreement(i, float(q[i]), bound, over)
+
+
+HEAVY_TAIL = 0.25  # Pareto k of |x - median| at or above it: no fourth moment, no MCSE of the sd
+
+
+def tail_index(x: np.ndarray) -> np.ndarray:
+    """Pareto k-hat of the upper tail of |x - median| per column of x (draws, k) (ArviZ's PSIS
+    fit of the generalised Pareto, Vehtari et al. 2024): moments of order below 1 / k exist, so
+    the sd's Monte Carlo error (a fourth moment) is defined only where k < 1/4; a half-Cauchy
+    scale reads about 1."""
+    logs = np.log(np.abs(x - np.median(x, axis=0)) + np.finfo(float).tiny).T
+    return np.atleast_1d(_arviz().psislw(np.ascontiguousarray(logs))[1])
 
 
 class StopRule(NamedTuple):
@@ -283,7 +361,10 @@ class StopRule(NamedTuple):
 
     target_ess None: run the first goal and stop. cap: the most draws (None: no cap). block: goals
     are whole blocks. max_growth: at most this factor per extension (None: no bound). strict: also
-    tail ESS, and the sds to half the relative MCSE of the means (MCSE(sd) <= sd / (2 sqrt(N))).
+    tail ESS, and the sds to half the relative MCSE of the means (MCSE(sd) <= sd / (2 sqrt(N))),
+    where the sd has a Monte Carlo error: not for a coordinate whose tail has no fourth moment
+    (`tail_index` >= HEAVY_TAIL, e.g. a horseshoe's half-Cauchy local scales), whose sd estimate
+    never settles however long the run.
     """
 
     target_ess: Optional[float]
@@ -297,17 +378,23 @@ class StopRule(NamedTuple):
         """Judgement of draws (chain, draw, dim): every ESS >= target_ess and, with two or more
         chains, every rank R-hat <= rhat_max (one chain: ESS alone)."""
         st = chain_stats(draws, STATS if self.strict else ("rhat", "ess_bulk"))
-        ess = _finite_min(st["ess_bulk"])
+        ess = finite_min(st["ess_bulk"])
         if self.strict:  # tail ESS too (Vehtari et al. 2021), and MCSE(sd) <= sd / (2 sqrt(N))
-            ess = min(ess, _finite_min(st["ess_tail"]))
-            sd = draws.reshape(-1, draws.shape[-1]).std(axis=0)
-            rel = 2.0 * np.nanmax(st["mcse_sd"] / np.maximum(sd, 1e-300)) * math.sqrt(
+            ess = min(ess, finite_min(st["ess_tail"]))
+            flat = np.asarray(draws, dtype=np.float64).reshape(-1, draws.shape[-1])
+            rel = 2.0 * st["mcse_sd"] / np.maximum(flat.std(axis=0), 1e-300) * math.sqrt(
                 self.target_ess)
-            ess = ess / max(rel, 1.0) ** 2
+            rel = np.where(np.isfinite(rel), rel, 0.0)
+            late = np.flatnonzero(rel > 1.0)  # short of the sd's goal: is its MCSE defined?
+            if late.size:
+                rel[late[tail_index(flat[:, late]) >= HEAVY_TAIL]] = 0.0
+            ess = ess / max(float(rel.max(initial=0.0)), 1.0) ** 2
         one_chain = np.shape(draws)[0] < 2
         rhat = float("nan") if one_chain else float(np.nanmax(st["rhat"]))
         return Judgement(ess, rhat, bool(ess >= self.target_ess
-                                         and (one_chain or rhat <= self.rhat_max)))
+                                         and (one_chain or rhat <= self.rhat_max)),
+                         _arg(st["ess_bulk"], np.nanargmin),
+                         None if one_chain else _arg(st["rhat"], np.nanargmax))
 
     def next_goal(self, done: int, ess: float) -> int:
         """Draws to have run after the next extension: 1.1 x the draws the ESS rate predicts,
@@ -323,13 +410,17 @@ def run_until_converged(advance: Callable[[int], None], first: int, rule: StopRu
                         view: Callable[[], Optional[np.ndarray]],
                         halt: Optional[Callable[[], bool]] = None,
                         on_judge: Optional[Callable[[Judgement], None]] = None,
-                        on_extend: Optional[Callable[[int], None]] = None) -> tuple:
+                        on_extend: Optional[Callable[[int, Judgement], None]] = None,
+                        stop: Optional[Callable[[np.ndarray, Judgement], Optional[str]]] = None
+                        ) -> tuple:
     """Run `first` draws, then extend until the rule is met or capped.
 
     advance(n) runs n more draws (the caller keeps them); halt() true stops at once (e.g. a chain
     diverged); view() gives the draws to judge (chain, draw, dim), or None when they cannot be
-    judged (stop). Returns (draws run, why stopped: "halted", "fixed", "cap", "unjudged",
-    "converged").
+    judged (stop); stop(draws, judgement), asked when the rule is not met, names a reason to stop
+    instead of extending (e.g. "disagree") or None. on_extend(goal, judgement) hears of each
+    extension. Returns (draws run, why
+    stopped: "halted", "fixed", "cap", "unjudged", "converged", or stop's reason).
     """
     done, goal = 0, int(first)
     while True:
@@ -349,10 +440,14 @@ def run_until_converged(advance: Callable[[int], None], first: int, rule: StopRu
             on_judge(j)
         if j.met:
             return done, "converged"
+        why = None if stop is None else stop(x, j)
+        if why:
+            return done, why
         goal = rule.next_goal(done, j.ess)
         if on_extend is not None:
-            on_extend(goal)
+            on_extend(goal, j)
 
 
 __all__ = ["chain_stats", "STATS", "ess_bulk", "quiet_arviz_notice", "StopRule", "Judgement",
-           "run_until_converged", "RHAT_MAX", "ESS_MIN", "ONE_CHAIN"]
+           "run_until_converged", "chains_disagree", "Disagreement", "DISAGREE_LEVEL", "RHAT_MAX",
+           "ESS_MIN", "ONE_CHAIN", "finite_min"]

@@ -14,7 +14,8 @@ LINE_EVERY = 5.0  # seconds between plain lines off a terminal
 
 class Progress:
     """`phase(name, total)` starts a phase (compile, warm-up, sampling, fitting) with `total` units,
-    `update(n, **figures)` advances it with live figures (F_hat, R-hat, ...), `close()` ends it.
+    `update(n, **figures)` advances it with live figures (F_hat, R-hat, ...), `note(message)` says
+    why the run does what it does next, `close()` ends it.
     `enabled=False` makes every call a no-op; `tty=None` asks whether `file` is a terminal."""
 
     def __init__(self, label: str, enabled: bool = True, file=None, tty: Optional[bool] = None,
@@ -86,6 +87,17 @@ class Progress:
         if self.bar is not None:
             self.bar.total = total
             self.bar.refresh()
+
+    def note(self, message: str):
+        """One line that is always shown (why a run extends, re-adapts or stops): above the bar
+        on a terminal, else a plain line (not subject to LINE_EVERY)."""
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.write(f"{self.label}: {message}", file=self.file)
+        else:
+            print(f"{self.label}: {message}", file=self.file, flush=True)
+            self.lines += 1
 
     def _line(self):
         now = self.clock()

@@ -28,7 +28,7 @@ def test_loop_stops_at_the_target_and_not_before(num_chains):
     rule = StopRule(1000.0, cap=100_000)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no "All-NaN slice" with one chain
-        done, why = run_until_converged(advance, 100, rule, view=view, on_extend=goals.append)
+        done, why = run_until_converged(advance, 100, rule, view=view, on_extend=lambda g, j: goals.append(g))
     x = view()
     assert why == "converged" and x.shape[1] == done < 100_000
     assert np.min(ess_bulk(x)) >= 1000.0
@@ -165,3 +165,19 @@ def test_ess_is_numpyros_estimator(shape):
     np.testing.assert_allclose(_ess(x), effective_sample_size(x), rtol=1e-12)
     x[..., 0] = 3.0
     assert _ess(x)[0] == shape[0] * shape[1]
+
+
+def test_the_strict_rule_leaves_out_the_sd_of_a_tail_without_a_fourth_moment():
+    # 4 x 2,000 iid draws: column 0 half-Cauchy (no variance: its sd's MCSE never settles), column
+    # 1 N(0, 1). Bulk and tail ESS are about 8,000 for both; with the half-Cauchy's sd judged, the
+    # MCSE(sd) term at target 400 would cut the ESS by orders of magnitude
+    from inertia.convergence import HEAVY_TAIL, StopRule, tail_index
+
+    rng = np.random.default_rng(5)
+    x = np.stack([np.abs(rng.standard_cauchy((4, 2000))), rng.standard_normal((4, 2000))], axis=-1)
+    k = tail_index(x.reshape(-1, 2))
+    assert k[0] > 0.75 and k[1] < HEAVY_TAIL  # half-Cauchy: k = 1; Gaussian: k <= 0
+    j = StopRule(400.0, strict=True).judge(x)
+    assert j.met and j.ess > 4000
+    t2 = rng.standard_t(2, (8000, 1))  # k = 1/2: no variance
+    assert tail_index(t2)[0] >= HEAVY_TAIL

@@ -15,18 +15,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 import scale_d  # noqa: E402
 
 
-@pytest.mark.parametrize("family,d", [("hier", 13), ("glmm", 13), ("field", 16), ("field", 20)])
+@pytest.mark.parametrize("family,d", [("hier", 13), ("glmm", 13), ("field", 16), ("field", 20),
+                                      ("irt", 54), ("irt-nc", 54), ("slopes", 25), ("slopes", 26),
+                                      ("horseshoe", 43), ("horseshoe", 44)])
 def test_family_has_the_reported_dimension(family, d):
     model, args = scale_d.model_and_data(family, d)
     assert from_numpyro(model, *args).dim == scale_d.dim_of(family, d)
 
 
-@pytest.mark.parametrize("family", ["hier", "glmm"])
+@pytest.mark.parametrize("family", ["hier", "glmm", "irt", "slopes", "horseshoe"])
 def test_nuts_draws_return_to_the_targets_coordinates(family):
     # u in the target's unconstrained coordinates -> constrained sites (the target's own map) ->
     # the benchmark's map for NUTS's draws: u again, exactly (a bijection). A site order or a
     # missing log / logit transform (sigma > 0 taken as unconstrained) breaks it.
-    model, args = scale_d.model_and_data(family, 13)
+    model, args = scale_d.model_and_data(family, 54 if family == "irt" else 25)
     t = from_numpyro(model, *args)
     u = np.random.default_rng(0).normal(size=(2, 3, t.dim))
     cons = t.info["constrain"](u.reshape(-1, t.dim))

@@ -194,8 +194,8 @@ def add_parser(subparsers):
                    help="run until every parameter has bulk ESS >= this and R-hat <= 1.01 "
                         "(default 400 without --steps, none with it; 0: exactly --steps steps)")
     p.add_argument("--max-steps", type=_positive_int, default=None,
-                   help="cap on steps per chain under the ESS rule (default 100 x the first "
-                        "block: 100000)")
+                   help="budget: most steps per chain under the ESS rule (default 10 x the "
+                        "first block: 10000)")
     p.add_argument("--thinning", type=_positive_int, default=1, help="keep every k-th state")
     p.add_argument("--burn-in", type=_fraction, default=None,
                    help="fraction of draws discarded (default: 0 after a warm-up, else 0.5)")

@@ -71,7 +71,17 @@ def sample_reparameterised(sample, diagnose, target, sites, *, names, options, s
     """`sample(...)` on the rewritten model, the result in the original sites' coordinates
     (`names`: theirs; `diagnose`: `sample.diagnose_result`, passed in by the caller; `options`:
     the call's `SampleOptions`, without a start or given parameters)."""
+    from ..progress import progress as progress_bar
+    from ..targets.reparam import describe, describe_reparam
+
+    if kw.get("progress"):  # one bar for the choice and the run: its phases say which runs
+        kw["progress"] = progress_bar(f"sample {kw.get('method') or ''}".strip(), kw["progress"])
+        kw["progress"].phase(f"rewrite ({', '.join(sorted(sites))}): a Gaussian fit of the "
+                             "non-centred model chooses each site's centredness")
     rep, grads, how = choose(target, sites, seed=seed)
+    if kw.get("progress"):
+        kw["progress"].note(describe_reparam({"sites": describe(rep.centred, rep.sites),
+                                              "fit": how, "grad_evals": grads}))
     res = sample(rep.target, seed=seed, names=names, **kw,
                  options=options.replace(reparam=False, diagnostics=False))
     return in_original(res, target, rep, grads, how, names=names,
@@ -153,6 +163,9 @@ def _diagnose(diagnose_result, target, res, target_accept):
         acc = TARGET_ACCEPT if target_accept is None else float(target_accept)
         dg.verdict = dg.verdict.merge(Verdict.of(verdict_problems(
             res.chains, acc, res.tuning, unconverged=not dg.converged)))
+    stopped = getattr(res, "stopped", None)  # the run loop's reason (`sample.add_stop_reason`)
+    if not dg.converged and stopped and stopped.get("problem"):
+        dg.verdict = Verdict.of((stopped["problem"],)).merge(dg.verdict)
     if not dg.converged:
         _warnings.warn(f"{m.name}: " + dg.line(), RuntimeWarning)
     return dg

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import math
 from typing import NamedTuple, Optional
 
@@ -64,6 +65,7 @@ class SampleResult(Result):
     cost: Optional[dict] = None  # seconds per gradient of the sampling phase, compile, memory (_cost)
     fit: object = None  # the fit an escalation started from (`vi.escalate`)
     escalated: Optional[str] = None  # why an escalation ran the sampler (`vi.escalate`)
+    stopped: Optional[dict] = None  # why the run stopped, its re-adaptations (`_sample_until_converged`)
     kind = "sample"
 
     @property
@@ -257,6 +259,8 @@ def summary_draws(target, draws, names):
 DEFAULT_TARGET_ESS = 400.0
 DEFAULT_METHOD = "hfhr-exact"
 MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance after divergences
+BUDGET = 10  # max_steps by default: BUDGET x num_steps per chain (the run's extensions stop there)
+READAPTS = 1  # warm-ups again, from the chains' positions, after the chains disagree
 
 
 @entry_point("sample")  # float64, one BLAS thread, fewer GC passes, the target's compile tier
@@ -292,11 +296,16 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
     bounds) and `burn_in` defaults to half the draws.
     init: None (the warm-up's states; without warm-up q0 ~ N(0, I)), a point (dim,) or points
     (num_chains, dim); kinetic schemes draw p0 ~ N(0, I).
-    target_ess: keep running (compiled blocks, at most max_steps, default 100 num_steps) until every
-    coordinate has bulk ESS >= target_ess and R-hat <= 1.01. num_steps None (the default): a first
-    block of 1,000 steps with target_ess 400 unless given (as `inertia sample`), extended (the
-    exact kernel) in units of 500 steps, each extension at least 1.5 x the steps so far; a
-    num_steps given alone runs exactly that many steps.
+    target_ess: keep running (compiled blocks) until every coordinate has bulk ESS >= target_ess
+    and R-hat <= 1.01, within the budget max_steps (steps per chain; default BUDGET x num_steps,
+    10,000 with the default first block). num_steps None (the default): a first block of 1,000
+    steps with target_ess 400 unless given (as `inertia sample`), extended (the exact kernel) in
+    units of 500 steps, each extension at least 1.5 x the steps so far; a num_steps given alone
+    runs exactly that many steps. Chains that disagree beyond their own Monte Carlo errors
+    (`convergence.chains_disagree`) are a failed warm-up: their draws are discarded and the
+    warm-up runs again from the chains' positions (at most READAPTS times); a run whose measured
+    ESS rate cannot meet target_ess within the budget stops there, NOT CONVERGED with the reason
+    and the way out (`result.stopped`), rather than extending (progress=True says each decision).
     A non-finite position or gradient raises FloatingPointError naming the chain and step
     (on_divergence="raise"), or freezes that chain, NaNs its later draws and warns ("stop").
     The result's `diagnostics` (R-hat, ESS, non-finite potential/gradient counts) warn when the run
@@ -335,8 +344,10 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
     state, params, w = scheme.run(target, m, split3, settings, bar)  # warm-up
     run = _sample_until_converged(target, m, scheme, state, params, w, split3,
                                   num_steps=num_steps, thinning=o.thinning, target_ess=target_ess,
-                                  max_steps=o.max_steps, names=names, bar=bar, progress=progress)
+                                  max_steps=o.max_steps, names=names, bar=bar, progress=progress,
+                                  settings=settings)
     bar.close()
+    w = run.report  # the last warm-up's (a re-adaptation replaces the first)
     _check_divergence(m, run, o.thinning, o.on_divergence)
     res = _result(target, m, scheme, w, run, thinning=o.thinning, seed=seed, names=names)
     if o.diagnostics:
@@ -357,9 +368,17 @@ def _diagnose(target, m, scheme, w, res: SampleResult, judged=None):
     dg = diagnose_result(target, res, judged[1] if same else None)
     dg.verdict = dg.verdict.merge(Verdict.of(scheme.problems(
         res.chains, w.target_accept, w.tuning, unconverged=not dg.converged)))
+    add_stop_reason(dg, res.stopped)
     if not dg.converged:
         _warnings.warn(f"{m.name}: " + dg.line(), RuntimeWarning)
     return dg
+
+
+def add_stop_reason(dg, stopped) -> None:
+    """A run that stopped short of its rule (the budget, or chains that disagree after a second
+    warm-up) and whose diagnostics fail: the reason and the way out, first among the problems."""
+    if not dg.converged and stopped and stopped.get("problem"):
+        dg.verdict = Verdict.of((stopped["problem"],)).merge(dg.verdict)
 
 
 def rediagnose(target, res: SampleResult, burn_in: float, target_accept=None):
@@ -379,7 +398,7 @@ def _check_args(target, m, o: SampleOptions, *, seed, num_steps, num_chains, ini
     run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
     num_leapfrog, target_accept, target_ess, thinning = (o.num_leapfrog, o.target_accept,
                                                          o.target_ess, o.thinning)
-    on_divergence, precondition = o.on_divergence, o.precondition
+    on_divergence, precondition, max_steps = o.on_divergence, o.precondition, o.max_steps
     if num_leapfrog is not None and "num_leapfrog" not in m.uses:
         raise ValueError(f"{m.name}: num_leapfrog applies to the exact kernel only")
     if target_accept is not None and not (
@@ -397,6 +416,10 @@ def _check_args(target, m, o: SampleOptions, *, seed, num_steps, num_chains, ini
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if num_steps % thinning:
         raise ValueError(f"num_steps ({num_steps}) must be a multiple of thinning ({thinning})")
+    if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) != max_steps
+                                  or max_steps < num_steps):
+        raise ValueError(f"max_steps (the budget) must be an integer >= num_steps ({num_steps}), "
+                         f"got {max_steps!r}")
     if target_ess is not None and not target_ess > 0:
         raise ValueError(f"target_ess must be positive, got {target_ess!r}")
     if init is not None and np.shape(init) not in ((target.dim,), (num_chains, target.dim)):
@@ -417,26 +440,42 @@ class Run(NamedTuple):
     discarded: int
     timed: tuple = (0.0, 0)  # (seconds, gradients) of the sampling blocks, compilation excluded
     judged: Optional[tuple] = None  # the last judgement's (draws in x, (table draws, labels))
+    report: Optional[Report] = None  # the last warm-up's report
+    stopped: Optional[dict] = None  # why the run stopped, re-adaptations, the reason's text
 
 
 def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
-                            thinning, target_ess, max_steps, names, bar, progress) -> Run:
-    """`convergence.run_until_converged` over compiled blocks; when the scheme halts the run
-    (the exact kernel's divergences) it warms up again (`Scheme.readapt`, at most MAX_RETRIES)."""
-    zeros = np.zeros(split3.shape[0], dtype=np.int64)
+                            thinning, target_ess, max_steps, names, bar, progress,
+                            settings=None) -> Run:
+    """`convergence.run_until_converged` over compiled blocks, deciding after each judgement:
+    the rule met, stop; the scheme halts the run (the exact kernel's divergences), stage 2 again
+    (`Scheme.readapt`, at most MAX_RETRIES); the chains disagree beyond their own Monte Carlo errors
+    (`convergence.chains_disagree`), a failed warm-up: the whole warm-up again from the chains'
+    positions (at most READAPTS; `settings` None: never); the ESS rate measured so far needs more
+    draws than the budget (max_steps) allows, stop; else extend. Each decision is said on the
+    progress bar (`Progress.note`) and in `Run.stopped`."""
+    num_chains = split3.shape[0]
+    zeros = np.zeros(num_chains, dtype=np.int64)
     carry = (state, split3[:, 2], zeros, zeros)
     jparams = Params(*(None if v is None else _compile.device(v, np.float64) for v in params))
     goal = num_steps // thinning
-    cap = (int(max_steps) if max_steps is not None else 100 * num_steps) // thinning
+    cap = (int(max_steps) if max_steps is not None else BUDGET * num_steps) // thinning
     block = max(1, min(goal, math.ceil(w.block / thinning)))
     bar.phase("sampling", total=goal * thinning)
     rule = convergence.StopRule(target_ess, cap=cap, block=block, **scheme.rule)
+    budget = f"max_steps = {cap * thinning:,}"
+    readapts = READAPTS if settings is not None else 0
+    notes = []  # the run's decisions, in order (`Run.stopped["decisions"]`)
+
+    def say(msg):
+        notes.append(msg)
+        bar.note(msg)
 
     def show(n):
         bar.update(n * thinning)
 
-    discarded = 0
-    for retries in range(MAX_RETRIES + 1):
+    discarded, retries, readapted = 0, 0, 0
+    while True:
         chunks, xs, infos, run, last = [], [], [], {"carry": carry}, {}
         timed = [0.0, 0]
 
@@ -460,27 +499,122 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
             last["judged"] = (x, table)  # the result's draws and diagnosis reuse them
             return table[0]
 
+        def label(i):
+            labels = last["judged"][1][1]
+            return labels[i] if i is not None and i < len(labels) else "?"
+
+        def stop(x, j):
+            done = sum(c.shape[1] for c in chunks)
+            dis = convergence.chains_disagree(x)
+            if dis is not None:
+                last["disagree"] = dis
+                why = (f"chains disagree beyond their Monte Carlo errors on {dis.count} of "
+                       f"{x.shape[2]} parameters (Cochran's Q {dis.q:.3g} > {dis.bound:.3g} on "
+                       f"{label(dis.index)}; max R-hat {j.rhat:.3g})")
+                if readapted < readapts:
+                    say(f"{why} after {done * thinning:,} draws: a failed warm-up; warming up "
+                        + ("again, the frame refitted to these draws" if takes_draws(scheme) else
+                           "again from the chains' positions"))
+                    return "disagree"
+                last["disagree_text"] = (
+                    why + " after a second warm-up: the chains sample different regions (modes, "
+                    "or a funnel's neck and mouth); reparameterise (reparam=\"auto\" on NumPyro "
+                    "models; non-centred sites), or start the chains elsewhere (init)")
+            # the draws the bulk ESS rate predicts (ESS grows as the draws; j.ess, under the
+            # strict rule's MCSE(sd) term, grows faster and would overstate them)
+            bulk = convergence.finite_min(convergence.chain_stats(x, ("ess_bulk",))["ess_bulk"])
+            need = math.ceil(done * target_ess / max(bulk, 1e-12))
+            if need > cap:
+                why = last.get("disagree_text") or (
+                    f"R-hat {j.rhat:.3g} on {label(j.rhat_at)}" if j.rhat > rule.rhat_max
+                    else f"bulk ESS {j.ess:.0f} on {label(j.ess_at)}")
+                last["problem"] = (
+                    f"stopped after {done * thinning:,} draws per chain: {why}; at the ESS rate "
+                    f"measured (bulk ESS {bulk:.0f}) ESS {target_ess:g} needs about "
+                    f"{need * thinning:,} draws per chain, beyond the budget {budget} (pass "
+                    f"max_steps={need * thinning} to run on)")
+                say(last["problem"])
+                return "budget"
+            return None
+
+        def extend(g, j):
+            done = sum(c.shape[1] for c in chunks)
+            why = (f"R-hat {j.rhat:.3g} on {label(j.rhat_at)}" if j.rhat > rule.rhat_max else
+                   f"bulk ESS {j.ess:.0f} on {label(j.ess_at)} (goal {target_ess:g})")
+            say(f"{why} after {done * thinning:,} draws: extending to {g * thinning:,} draws")
+            bar.extend(g * thinning)
+
         done, why = convergence.run_until_converged(
             advance, goal, rule, view=judged,
             halt=lambda: bool(np.asarray(run["carry"][2]).any()) or scheme.halted(infos),
             on_judge=lambda j: bar.update(0, min_ess=round(j.ess), max_rhat=j.rhat),
-            on_extend=lambda g: bar.extend(g * thinning))
+            on_extend=extend, stop=stop)
         carry = run["carry"]
+        if why == "disagree":
+            readapted += 1
+            again = (_readapt(scheme, m, w, carry[0], jax.random.fold_in(split3[0, 1], 100 + readapted),
+                              params, infos, chunks) if takes_draws(scheme) else None)
+            if again is not None:  # the scheme's re-adaptation, its frame refitted to the draws
+                params, state, spent, w = again
+                carry = (state,) + tuple(carry[1:])
+            else:  # the whole warm-up again, from where the chains are
+                spent = timed[1] + w.total_warm + int(w.checked)
+                init = last["judged"][0][:, -1, :]
+                keys = np.asarray(_fold_keys(split3, readapted))
+                state, params, w = scheme.run(target, m, keys, settings._replace(init=init), bar)
+                carry = (state, keys[:, 2], zeros, zeros)
+            discarded += spent
+            jparams = Params(*(None if v is None else _compile.device(v, np.float64)
+                               for v in params))
+            bar.phase("sampling (after a second warm-up)", total=goal * thinning)
+            continue
+        if why == "cap" and target_ess is not None:
+            last["problem"] = f"stopped at the budget {budget} draws per chain"
+            say(last["problem"] + " (pass a larger max_steps to run on)")
         # divergences make the verdict NOT CONVERGED however long the chains run
         if why != "halted" or np.asarray(carry[2]).any() or retries == MAX_RETRIES:
             break
-        again = scheme.readapt(m, w, carry[0], jax.random.fold_in(split3[0, 1], retries), params,
-                               infos)
+        again = _readapt(scheme, m, w, carry[0], jax.random.fold_in(split3[0, 1], retries), params,
+                         infos, chunks)
+        retries += 1
         if again is None:
             break
-        params, state, spent = again
+        params, state, spent, w = again
         discarded += spent  # the halted attempt's gradients
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
     seen = last.get("judged")
+    stopped = {"why": why, "readapted": readapted, "decisions": notes,
+               "problem": last.get("problem") or last.get("disagree_text")}
     return Run(carry, chunks, infos, done, params, discarded, tuple(timed),
                seen if seen is not None and seen[0].shape[1] == sum(c.shape[1] for c in chunks)
-               else None)
+               else None, w, stopped)
+
+
+def takes_draws(scheme) -> bool:
+    """Whether the scheme's re-adaptation refits its frame to the halted attempt's draws."""
+    return "draws" in inspect.signature(scheme.readapt).parameters
+
+
+def _readapt(scheme, m, w, state, key, params, infos, chunks):
+    """`Scheme.readapt` with the attempt's draws (the chains' frame) where it takes them:
+    (Params, states, gradients the attempt spent, the Report the chains now run under), or None."""
+    kw = {"draws": np.concatenate(chunks, axis=1)} if chunks and takes_draws(scheme) else {}
+    again = scheme.readapt(m, w, state, key, params, infos, **kw)
+    if again is None:
+        return None
+    return tuple(again[:3]) + (again[3] if len(again) > 3 else w,)
+
+
+@functools.lru_cache(maxsize=4)
+def _fold_keys_fn():
+    return _compile.jit(lambda keys, i: jax.vmap(jax.vmap(lambda k: jax.random.fold_in(k, i)))(
+        keys))
+
+
+def _fold_keys(split3, i: int):
+    """The chains' keys (chains, 3, 2) folded with i: the i-th re-adaptation's, one program."""
+    return _fold_keys_fn()(split3, np.uint32(i))
 
 
 def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
@@ -518,7 +652,7 @@ def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) ->
         bias=w.bias, names=names, burn_in_default=w.burn, chains=counts.chains,
         warmup_grad_evals=counts.warmup_grad_evals + int(round(w.checked / num_chains)),
         preconditioner=w.pre, total_grad_evals=counts.total_grad_evals + int(w.checked),
-        model_info=model_info(target))
+        model_info=model_info(target), stopped=run.stopped)
 
 
 def diagnose_result(target, res: SampleResult, table=None):

@@ -5,8 +5,8 @@ that a user's model does not come with. `estimate_curvature` finds the MAP with 
 takes the extreme Hessian eigenvalues there and at a few draws of the Laplace approximation
 (a dense eigendecomposition up to d = MATRIX_FREE_DIM, `targets.mode`; above it Lanczos on HVPs via
 scipy's `eigsh` and no d x d matrix: the Laplace factor is then the diagonal
-diag(hess V)^-1/2 from Rademacher HVP probes), and widens them by a stated safety margin. Points where
-hess V is indefinite (non-log-concave targets) do not set
+diag(hess V)^-1/2 from Rademacher HVP probes), and widens them by a stated safety margin. Points
+where hess V is indefinite (non-log-concave targets) do not set
 alpha: it comes from the mean Hessian over the points, the curvature the Gaussian optimum sees
 (Sigma* = (E_q* hess V)^-1).
 """
@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .. import _warnings
 from .._compile import device
 from .base import Target, TargetError, jitted
 from .mode import (PROBES, MATRIX_FREE_DIM, find_mode as mode_search, inverse_factor, nan_points,
@@ -79,8 +80,14 @@ def _jitted_hessian(target):
     return jitted(target, "hessian")
 
 
-def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
-    """(lambda_min, lambda_max, H or None, hvps) of hess V(x): dense for small d, else Lanczos."""
+def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM, notes=None):
+    """(lambda_min, lambda_max, H or None, hvps) of hess V(x): dense for small d, else Lanczos.
+
+    Lanczos whose relative tolerance cannot be met (an end of the spectrum crowded near zero, far
+    below the other end) falls back to the shifted problem (`_shifted_extreme`), accurate to
+    LANCZOS_TOL of the spectrum's largest magnitude; each fallback is said in a RuntimeWarning
+    and appended to `notes` (a list) when given. An end not found even so is NaN (the callers
+    skip that point)."""
     d = target.dim
     x = device(x)
     if d <= dense_max_dim:
@@ -90,7 +97,7 @@ def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
             return math.nan, math.nan, None, d
         w = np.linalg.eigvalsh(H)
         return float(w[0]), float(w[-1]), H, d
-    from scipy.sparse.linalg import LinearOperator, eigsh
+    from scipy.sparse.linalg import LinearOperator
 
     hvp = jitted(target, "hvp")  # one compilation for every point
     count = [0]
@@ -102,10 +109,56 @@ def hessian_extremes(target: Target, x, *, dense_max_dim: int = DENSE_MAX_DIM):
     op = LinearOperator((d, d), matvec=mv, dtype=np.float64)
     rng = np.random.default_rng(0)
     v0 = rng.standard_normal(d)
-    kw = dict(k=1, v0=v0, tol=1e-3, maxiter=20 * d, return_eigenvectors=False)
-    lmax = float(eigsh(op, which="LA", **kw)[0])
-    lmin = float(eigsh(op, which="SA", **kw)[0])
+    kw = dict(k=1, v0=v0, tol=LANCZOS_TOL, maxiter=20 * d, return_eigenvectors=False)
+    said = []
+    lmax = _extreme(op, "LA", kw, said)
+    lmin = _extreme(op, "SA", kw, said)
+    if said:
+        msg = (f"Hessian eigenvalues at d = {d}: Lanczos (scipy eigsh) did not converge for "
+               + " and ".join(said) + f" ({count[0]} HVPs in all)")
+        if notes is not None:
+            notes.append(msg)
+        _warnings.warn(msg, RuntimeWarning)
     return lmin, lmax, None, count[0]
+
+
+LANCZOS_TOL = 1e-3  # eigsh's relative tolerance on the extreme eigenvalues
+
+
+def _extreme(op, which, kw, said) -> float:
+    """The largest ("LA") or smallest ("SA") eigenvalue of op by eigsh, else by
+    `_shifted_extreme` (said in `said`), else NaN."""
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+    try:
+        return float(eigsh(op, which=which, **kw)[0])
+    except ArpackNoConvergence:
+        pass
+    end = "the largest" if which == "LA" else "the smallest"
+    try:
+        v = _shifted_extreme(op, which, kw)
+    except ArpackNoConvergence:
+        said.append(f"{end} (nor for the shifted problem: not estimated)")
+        return math.nan
+    said.append(f"{end}: the shifted problem's estimate {v:.4g} used instead, accurate to "
+                f"{LANCZOS_TOL:g} of the largest |eigenvalue|")
+    return v
+
+
+def _shifted_extreme(op, which, kw) -> float:
+    """An end of the spectrum of a symmetric op from the other problem Lanczos meets easily: the
+    largest magnitude s (which="LM", relative to itself), then the largest eigenvalue of
+    s I - op (for "SA") or s I + op (for "LA"), whose relative tolerance is one of s. Lanczos's
+    relative tolerance on an eigenvalue near zero (an end crowded there, far below s) is the one
+    it cannot meet; its absolute error here is about LANCZOS_TOL x s."""
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    s = abs(float(eigsh(op, which="LM", **kw)[0]))
+    sign = -1.0 if which == "SA" else 1.0
+    shifted = LinearOperator(op.shape, matvec=lambda v: s * np.ravel(v) + sign * op.matvec(v),
+                             dtype=np.float64)
+    top = float(eigsh(shifted, which="LA", **kw)[0])
+    return sign * (top - s)
 
 
 def _laplace_factor(H, lmin, lmax, d):
@@ -135,6 +188,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
     if init is None and "init" in target.info:
         init = np.asarray(target.info["init"])
     found = mode_search(target, init, dense_max_dim=dense_max_dim)
+    notes = []  # Lanczos fallbacks (`hessian_extremes`), said in `method`
     mode, converged, grad_evals = found.x, found.converged, found.grad_evals
     d = target.dim
     hvps = found.hvp_evals
@@ -143,18 +197,21 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         w = np.linalg.eigvalsh(H0)
         lmin0, lmax0 = float(w[0]), float(w[-1])
     else:
-        lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+        lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim,
+                                                  notes=notes)
         hvps += n
     x_start = np.zeros(d) if init is None else np.asarray(init, dtype=float)
     degenerate = not (converged and math.isfinite(lmax0) and math.isfinite(lmin0))
     if not degenerate:  # a MAP at a spike (funnels: scale -> 0) says nothing about the posterior
-        lmin_s, lmax_s, H_s, n = hessian_extremes(target, x_start, dense_max_dim=dense_max_dim)
+        lmin_s, lmax_s, H_s, n = hessian_extremes(target, x_start, dense_max_dim=dense_max_dim,
+                                                  notes=notes)
         hvps += n
         if math.isfinite(lmax_s) and lmax_s > 0 and lmax0 > DEGENERATE_RATIO * lmax_s:
             degenerate = True
     if degenerate:
         mode = x_start
-        lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim)
+        lmin0, lmax0, H0, n = hessian_extremes(target, mode, dense_max_dim=dense_max_dim,
+                                                  notes=notes)
         hvps += n
     if H0 is not None:
         factor = _laplace_factor(H0, lmin0, lmax0, d)
@@ -164,7 +221,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         factor = probed_scale(target, mode, seed=seed)
         hvps += PROBES
     extra = spectrum_under(target, mode, factor, num_points - 1, seed=seed,
-                           dense_max_dim=dense_max_dim, H_first=H0)
+                           dense_max_dim=dense_max_dim, H_first=H0, notes=notes)
     lmins, lmaxs = [lmin0] + extra["lambda_min"], [lmax0] + extra["lambda_max"]
     mean_lmin = extra["mean_lambda_min"]
     check_curvature(target, mode, lmins, lmaxs, mean_lmin, H0)
@@ -177,7 +234,8 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
         map_converged=converged and not degenerate, map_reason=_map_reason(found, degenerate),
         method=("dense eigendecomposition" if d <= dense_max_dim
-                else "Lanczos (scipy eigsh) on HVPs, diagonal Laplace factor"))
+                else "Lanczos (scipy eigsh) on HVPs, diagonal Laplace factor")
+        + "".join(f"; {n}" for n in notes))
 
 
 def _map_reason(found, degenerate: bool) -> str:
@@ -248,7 +306,7 @@ def _bounds_from(lmins, lmaxs, mean_lmin):
 
 
 def spectrum_under(target: Target, mean, factor, num_points: int, *, seed: int = 0,
-                   dense_max_dim: int = DENSE_MAX_DIM, H_first=None) -> dict:
+                   dense_max_dim: int = DENSE_MAX_DIM, H_first=None, notes=None) -> dict:
     """Extreme Hessian eigenvalues at `num_points` draws of N(mean, factor factor^T), and the
     smallest eigenvalue of the Hessian averaged over them (and `H_first`, when given)."""
     d = target.dim
@@ -263,7 +321,7 @@ def spectrum_under(target: Target, mean, factor, num_points: int, *, seed: int =
         pot += 1
         if not np.isfinite(float(vg(device(x))[0])):
             continue
-        lmin, lmax, H, n = hessian_extremes(target, x, dense_max_dim=dense_max_dim)
+        lmin, lmax, H, n = hessian_extremes(target, x, dense_max_dim=dense_max_dim, notes=notes)
         hvps += n
         if not (math.isfinite(lmin) and math.isfinite(lmax)):
             continue

@@ -3,6 +3,7 @@ Gaussian falls short (`vi.escalate`). The fit itself lives apart so that the sam
 which fits a Gaussian too, never imports the sampler back."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import numpy as np
@@ -24,11 +25,33 @@ def fit(target, method=None, *, reparam=False, **kw):
         return reparam_run.fit_reparameterised(_fit, escalate, diagnose_result, target, sites,
                                                method, **kw)
     res = _fit(target, method, **kw)
+    _say_the_way_out(res, target, reparam, kw.get("init"))
     ensure = kw.get("ensure", getattr(kw.get("options"), "ensure", None))
     if ensure is None:
         return res
     first = int(np.ravel(np.asarray(kw.get("seed", 0)))[0])
     return escalate(res, target, ensure, seed=first, progress=bool(kw.get("progress", False)))
 
+
+def _say_the_way_out(res, target, reparam, init) -> None:
+    """A fit that did not converge: its reason ends with the way out, the rewrite where the model
+    has centred hierarchical sites it would rewrite (reparam="auto"), else after a divergence the
+    exact sampler."""
+    from ..mcmc import reparam_run
+
+    v = res.verdict
+    if v.converged or any("the way out" in p for p in v.problems):
+        return
+    sites = {} if reparam else reparam_run.applies(target, "auto", init=init)
+    if sites:
+        hint = (f"centred hierarchical sites ({', '.join(sorted(sites))}) make the posterior a "
+                "funnel no single Gaussian follows: fit(target, reparam=\"auto\") fits them "
+                "partially non-centred, or sample(target) (exact; it rewrites them itself)")
+    elif getattr(res, "diverged", None):
+        hint = "sample(target), exact where a Gaussian fit diverges"
+    else:  # the reason says it (e.g. num_steps reached)
+        return
+    first = (v.problems[0] + "; " if v.problems else "") + f"the way out: {hint}"
+    res.verdict = dataclasses.replace(v, problems=(first,) + tuple(v.problems[1:]))
 
 __all__ = ["fit"]

@@ -130,3 +130,20 @@ def test_matrix_free_mode_of_a_correlated_logistic_matches_the_dense_search():
     H = X.T @ (X * (p * (1 - p))[:, None]) + np.eye(20)
     diff = free.x - dense.x
     assert 0.5 * diff @ H @ diff < 1e-5  # both within 1e-6 nats of the mode in the Laplace metric
+
+
+def test_lanczos_that_cannot_converge_falls_back_to_the_shifted_problem_and_says_so():
+    # a quadratic whose spectrum crowds near zero far below its top (lambda_i = 1e3 (i / (d-1))^4):
+    # eigsh's relative tolerance on the smallest eigenvalue (0) cannot be met; the shifted
+    # problem finds it to 1e-3 of the largest (1e3), the largest itself to 1e-3 relative
+    from inertia.targets.curvature import LANCZOS_TOL, hessian_extremes
+
+    d = 300
+    lam = 1e3 * np.linspace(0.0, 1.0, d) ** 4
+    t = from_potential(lambda x: 0.5 * jnp.sum(jnp.asarray(lam) * x ** 2), d)
+    notes = []
+    with pytest.warns(RuntimeWarning, match="did not converge for the smallest"):
+        lmin, lmax, H, hvps = hessian_extremes(t, np.zeros(d), dense_max_dim=10, notes=notes)
+    assert H is None and len(notes) == 1 and "shifted" in notes[0]
+    assert lmax == pytest.approx(1e3, rel=LANCZOS_TOL)
+    assert abs(lmin - 0.0) <= 2 * LANCZOS_TOL * 1e3  # absolute, on the scale of the largest

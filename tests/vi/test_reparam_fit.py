@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
+import pytest
 
 from inertia import vi
 from inertia.targets import from_numpyro
@@ -46,3 +47,33 @@ def test_fit_reads_the_original_sites_at_the_exact_means():
     c = np.asarray(res.reparam["sites"]["theta"]["centredness"])
     np.testing.assert_allclose(c, TAU ** 2 / (TAU ** 2 + S ** 2), atol=0.05)
     assert res.events[0]["event"] == "reparameterised"
+
+
+def _schools(sigma, y):
+    """The eight schools, centred (theta_j ~ N(mu, tau), tau ~ HalfCauchy(5)): a funnel."""
+    mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+    tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+    with numpyro.plate("J", len(y)):
+        theta = numpyro.sample("theta", dist.Normal(mu, tau))
+        numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+
+def test_a_fit_that_does_not_converge_names_the_rewrite_as_the_way_out():
+    """Stopped by its budget (20 updates, the objective still falling) on a centred hierarchy: the
+    reason names the centred site and the way out; a model with nothing to rewrite gets none."""
+    y = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
+    sigma = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
+    with pytest.warns(RuntimeWarning):
+        res = vi.fit(from_numpyro(_schools, sigma, y), num_steps=20, seed=0, quality=False)
+    reason = res.verdict.problems[0]
+    assert not res.converged and "the way out" in reason and "(theta)" in reason
+    assert 'reparam="auto"' in reason and "sample(target)" in reason
+
+    def flat(x, y):
+        b = numpyro.sample("b", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(b * x, 1.0), obs=y)
+
+    with pytest.warns(RuntimeWarning):
+        res = vi.fit(from_numpyro(flat, np.arange(5.0), np.arange(5.0)), num_steps=20, seed=0,
+                     quality=False)
+    assert not res.converged and "the way out" not in res.verdict.problems[0]
