@@ -49,6 +49,9 @@ TARGET_ACCEPT = 0.8
 STAGE1, STAGE2 = 150, 150  # equal: one compilation
 T0 = 1.5
 SHRINK = 10.0  # pseudo-draws of the identity in the warm-up covariance
+# stage-1 windows of the diagonal and low-rank frames: the frame re-estimated from each window's
+# draws and gradients while they move it (Stan's windows, nutpie's diagonal rule)
+MAX_WINDOWS = 6
 MAX_RAISES = 3  # stage 2 reruns with target acceptance 1 - (1 - delta)/2 while warm-up diverges
 FRAME_SHIFT = 0.5  # largest whitened mean of the stage-1 draws (per coordinate) keeping the frame
 FRAME_TOL = 1.5  # largest factor between a denoised stage-1 variance and 1 keeping the frame
@@ -131,6 +134,23 @@ def denoised_eigenvalues(z):
     c = min(z.shape[-1] / max(0.5 * z.shape[0] * z.shape[1], 1.0), 0.25)
     lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
     return np.where(w > hi, w / hi, np.where(w < lo, w / lo, 1.0))
+
+
+def frame_moved(z, g, late_divergences: int = 0) -> dict:
+    """How far warm-up draws z (chain, draw, d) taken in a diagonal frame, with their frame
+    gradients g, would move it (`frames.from_draws`): the largest factor between a new scale and 1
+    (nutpie's sqrt(sd(z) / sd(g))) and the largest |mean| per coordinate; settled when within
+    FRAME_TOL and FRAME_SHIFT of the frame and the window's second half did not diverge."""
+    flat = z.reshape(-1, z.shape[-1])
+    ok = np.all(np.isfinite(flat), axis=1)
+    if ok.sum() < 2:
+        return {"settled": False, "scale_change": math.inf, "shift": math.inf,
+                "late_divergences": int(late_divergences)}
+    sd = frames.pair_scale(z, g)
+    change = float(np.exp(np.max(np.abs(np.log(sd)))))
+    shift = float(np.max(np.abs(flat[ok].mean(0))))
+    return {"settled": bool(change <= FRAME_TOL and shift <= FRAME_SHIFT and late_divergences == 0),
+            "scale_change": change, "shift": shift, "late_divergences": int(late_divergences)}
 
 
 def keeps_frame(z) -> bool:
@@ -334,12 +354,22 @@ def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
     return state, float(h2), stage, int(np.sum(np.asarray(ng))), z
 
 
-def readapt(method, vg, state, key, params: Params, report: dict):
+def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
     """After divergences while sampling: stage 2 again from the chains' states at the raised target
-    acceptance (same trajectory time, gamma and alpha h); updates `report`, returns (Params, states)."""
+    acceptance (same trajectory time, gamma and alpha h); with `to_new` (`refit_frame`) the chains
+    first move into the refitted frame whose (V, grad V) is `vg`. Updates `report`, returns
+    (Params, states)."""
     accept = raised(report["final_accept"])
     T = params.step_size * params.num_leapfrog
     eps = params.alpha * params.step_size
+    if to_new is not None:  # the same points, in the new frame's coordinates
+        from .start import start as _start
+
+        k_start, key = jax.random.split(jnp.asarray(key))
+        z = to_new(np.asarray(state.position, np.float64))
+        state = _start(method, vg, z, np.asarray(jax.random.split(k_start, z.shape[0])))
+        report["chain_grad_evals"] += z.shape[0]
+        report["grad_evals"] += z.shape[0]
     state, h, stage, g, _ = _stage2(method, vg, state, key, params.step_size, params.gamma, eps,
                                     T, accept)
     if not (h > 0 and math.isfinite(h)):  # dual averaging drove the step to 0: say why
@@ -351,12 +381,42 @@ def readapt(method, vg, state, key, params: Params, report: dict):
             "support such as x < 0); sample an unconstrained parameter instead (x = exp(u), or a "
             "NumPyro site with a constrained distribution such as HalfNormal)")
     stage["after_sampling_divergences"] = True
+    stage["frame_refitted"] = to_new is not None
     report["stage2_runs"].append(stage)
     report.update(stage2=stage, final_accept=accept)
     report["chain_grad_evals"] += g
     report["grad_evals"] += g
     return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
                   params.length_spread), state
+
+
+READAPT_DRAWS = 250  # draws per chain (thinned) of a halted run that refit its frame
+
+
+def refit_frame(target, pre, draws):
+    """The frame re-estimated from a sampling run's draws (chain, draw, d) taken in the frame
+    `pre` = (mean, factor): dense, their covariance (`draws_covariance`, as NUTS's dense mass
+    matrix); diagonal or low-rank, `frames.from_draws` on the draws and their gradients in x
+    (nutpie's rule). Returns (new pre, its (V, grad V), z_old -> z_new, gradients spent)."""
+    draws = np.asarray(draws, np.float64)
+    step = max(1, math.ceil(draws.shape[1] / READAPT_DRAWS))
+    zs = draws[:, step - 1::step]
+    mean, factor = pre
+    if hasattr(factor, "to_x"):  # a diagonal or low-rank frame
+        fr = jax.tree_util.tree_map(np.asarray, factor)
+        d = zs.shape[-1]
+        xs = fr.to_x(zs)
+        ident = frames.Frame(np.zeros(d), np.ones(d))
+        gx = frames.draws_gradients(target, ident, xs)
+        new = frames.from_draws(ident, xs, gx, "low-rank" if fr.rank() else "diagonal")
+        return ((new.mean, new), frames.frame_value_and_grad(target, new),
+                lambda z: new.to_z(fr.to_x(z)), int(np.sum(np.all(np.isfinite(gx), axis=-1))))
+    mz, S = draws_covariance(zs)
+    C = np.linalg.cholesky(S)
+    mean2 = np.asarray(mean) + np.asarray(factor) @ mz
+    factor2 = np.asarray(factor) @ C
+    return ((mean2, factor2), frame_value_and_grad(target, mean2, factor2),
+            lambda z: np.linalg.solve(C, (z - mz).T).T, 0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -552,9 +612,28 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     zs = np.swapaxes(np.asarray(z1)[STAGE1 // 2:], 0, 1)
     acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
     chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
-    x_last = fr.to_x(np.asarray(state.position))
     gs = frames.draws_gradients(target, fr, zs)  # the draws' gradients set the diagonal with them
     chain_grads += int(np.prod(np.shape(zs)[:2]))
+    windows = []
+    for w in range(1, MAX_WINDOWS + 1):  # more windows while the draws move the frame
+        moved = frame_moved(zs, gs, int(np.sum(np.asarray(div1)[STAGE1 // 2:])))
+        windows.append(moved)
+        if moved["settled"]:
+            break
+        x_now = fr.to_x(np.asarray(state.position))
+        fr = frames.from_draws(fr, zs, gs, "diagonal")
+        vg = frames.frame_value_and_grad(target, fr)
+        state = _start(method, vg, fr.to_z(x_now), keys["restart"])
+        log_h = math.log(h1)
+        state, h1, (z1, acc1, div1, ng1, _) = _adapt_runner(method, STAGE1)(
+            vg, state, np.asarray(jax.random.fold_in(keys["stage1"], w)), f(log_h),
+            f(log_h + math.log(10.0)), f(0.0), f(0.0), f(T0), f(target_accept))
+        h1 = float(h1)
+        zs = np.swapaxes(np.asarray(z1)[STAGE1 // 2:], 0, 1)
+        acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
+        gs = frames.draws_gradients(target, fr, zs)
+        chain_grads += int(np.sum(np.asarray(ng1))) + num_chains + int(np.prod(np.shape(zs)[:2]))
+    x_last = fr.to_x(np.asarray(state.position))
     fr = frames.from_draws(fr, zs, gs, kind)
     found = fr.rank()
     if kind == "auto":  # only directions the Hessian confirms are worth a trial
@@ -582,7 +661,11 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
                 f"Hessian reads a variance below {frames.STRETCH_MIN_VARIANCE:g} along them")
     if len(tried) > 1:
         why += "; " + frames.describe_trial(tried)
+    if len(windows) > 1:
+        why += (f"; {len(windows)} stage-1 windows: the draws moved the frame (largest scale "
+                f"change x{windows[0]['scale_change']:.3g}, mean shift {windows[0]['shift']:.3g} sd)")
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
+            "windows": windows,
             "directions_found": found, "directions_confirmed": confirmed,
             "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size", "curvature",
                                                             "hessian_vector_products",

@@ -337,6 +337,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
                                   num_steps=num_steps, thinning=o.thinning, target_ess=target_ess,
                                   max_steps=o.max_steps, names=names, bar=bar, progress=progress)
     bar.close()
+    w = run.warm if run.warm is not None else w
     _check_divergence(m, run, o.thinning, o.on_divergence)
     res = _result(target, m, scheme, w, run, thinning=o.thinning, seed=seed, names=names)
     if o.diagnostics:
@@ -417,6 +418,7 @@ class Run(NamedTuple):
     discarded: int
     timed: tuple = (0.0, 0)  # (seconds, gradients) of the sampling blocks, compilation excluded
     judged: Optional[tuple] = None  # the last judgement's (draws in x, (table draws, labels))
+    warm: Optional[Report] = None  # the warm-up's report the last attempt ran with (a readapt's)
 
 
 def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
@@ -470,17 +472,19 @@ def _sample_until_converged(target, m, scheme, state, params, w: Report, split3,
         if why != "halted" or np.asarray(carry[2]).any() or retries == MAX_RETRIES:
             break
         again = scheme.readapt(m, w, carry[0], jax.random.fold_in(split3[0, 1], retries), params,
-                               infos)
+                               infos, draws=np.concatenate(chunks, axis=1))
         if again is None:
             break
-        params, state, spent = again
+        params, state, spent = again[:3]
+        if len(again) > 3:  # the frame refitted to the halted attempt's draws
+            w = again[3]
         discarded += spent  # the halted attempt's gradients
         jparams = Params(*(_compile.device(v, np.float64) for v in params))
         carry = (state,) + tuple(carry[1:])
     seen = last.get("judged")
     return Run(carry, chunks, infos, done, params, discarded, tuple(timed),
                seen if seen is not None and seen[0].shape[1] == sum(c.shape[1] for c in chunks)
-               else None)
+               else None, w)
 
 
 def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
