@@ -198,7 +198,7 @@ def load(name, pdb=None):
         return post, (accel_reference(pdb) if pdb else None)
     stored = json.loads(REF.read_text()) if REF.exists() else {}
     if name == "horseshoe":
-        post = Posterior(name, HARD, from_numpyro(horseshoe, *horseshoe_data(), name=name),
+        post = LogScales(name, HARD, from_numpyro(horseshoe, *horseshoe_data(), name=name),
                          "regularised horseshoe logistic, n = 300, p = 200 (d = 403)")
         return post, stored.get(name)
     if name == "irt-centred":
@@ -206,6 +206,18 @@ def load(name, pdb=None):
                          "IRT 2PL centred, J = 1,000 x K = 20 (d = 1,044)")
         return post, stored.get(name)
     raise ValueError(name)
+
+
+class LogScales(Posterior):
+    """A posterior judged on the logs of its positive sites (half-Cauchy scales have no finite
+    moments)."""
+
+    positive = ("tau", "lambda", "c2")
+
+    def named(self, x):
+        out = super().named(x)
+        pos = lambda k: k.split("[")[0] in self.positive  # noqa: E731
+        return {(f"log {k}" if pos(k) else k): (np.log(v) if pos(k) else v) for k, v in out.items()}
 
 
 NAMES = ("gp_pois_regr", "accel_gp", "horseshoe", "irt-centred")

@@ -370,8 +370,17 @@ def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
         state = _start(method, vg, z, np.asarray(jax.random.split(k_start, z.shape[0])))
         report["chain_grad_evals"] += z.shape[0]
         report["grad_evals"] += z.shape[0]
-    state, h, stage, g, _ = _stage2(method, vg, state, key, params.step_size, params.gamma, eps,
-                                    T, accept)
+    h, g = params.step_size, 0
+    for attempt in range(MAX_RAISES + 1):  # raised again while its own late draws diverge
+        if attempt:
+            accept = raised(accept)
+            report["stage2_runs"].append(stage)
+        k = key if attempt == 0 else jax.random.fold_in(key, attempt)
+        state, h, stage, gi, _ = _stage2(method, vg, state, k, h, params.gamma, eps, T, accept)
+        g += gi
+        stage["after_sampling_divergences"] = True
+        if stage["late_divergences"] == 0 or not (h > 0 and math.isfinite(h)):
+            break
     if not (h > 0 and math.isfinite(h)):  # dual averaging drove the step to 0: say why
         from ..targets.base import TargetError
 
@@ -380,7 +389,6 @@ def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
             "-inf, NaN or discontinuous where the chains go (e.g. written as -inf outside a "
             "support such as x < 0); sample an unconstrained parameter instead (x = exp(u), or a "
             "NumPyro site with a constrained distribution such as HalfNormal)")
-    stage["after_sampling_divergences"] = True
     stage["frame_refitted"] = to_new is not None
     report["stage2_runs"].append(stage)
     report.update(stage2=stage, final_accept=accept)
@@ -561,6 +569,25 @@ def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tun
     return wt, fit, params, state, vg, report
 
 
+def _mode_or_none(target, x0):
+    """(MAP, gradients, None), or (start point, gradients, why) where the mode search failed: it
+    raised, or ended at a point where V or its gradient is not finite. A mode is a head start of
+    the warm-up, never a requirement."""
+    from ..targets.base import jitted
+    from ..targets.mode import map_estimate
+
+    try:
+        mode, grads = map_estimate(target, x0)
+        v, g = jitted(target, "value_and_grad")(_compile.device(mode, np.float64))
+        if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
+            return np.asarray(mode, np.float64), grads, None
+        why = "the mode search ended where V or its gradient is not finite"
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
+        why, grads = f"the mode search failed ({type(err).__name__})", 0
+    start = np.where(np.isfinite(x0), x0, 0.0)
+    return start, grads, why
+
+
 def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind,
                 tune_step=True, laplace_kappa=None):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
@@ -572,17 +599,16 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     is tried first and taken when it whitens the target (`warmup.good_laplace_fit`, its whitened
     kappa_hat under `laplace_kappa`, None: warmup.LAPLACE_KAPPA)."""
     from ..targets.base import jitted
-    from ..targets.mode import map_estimate
     from .start import start as _start
     from .warmup import LAPLACE_KAPPA, GaussianFit, good_laplace_fit
 
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
-    mode, grads = map_estimate(target, x0)
+    mode, grads, no_mode = _mode_or_none(target, x0)
     laplace_why = None
     above = f"d = {d} > " + str(frames.VI_FRAME_MAX_DIM if d <= frames.DENSE_MAX_DIM
                                 else frames.DENSE_MAX_DIM)
-    if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM:
+    if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM and no_mode is None:
         lap, g, laplace_why = good_laplace_fit(
             target, mode, seed=seed, max_kappa=laplace_kappa or LAPLACE_KAPPA)
         grads += g
@@ -591,12 +617,18 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
             lap = dataclasses.replace(lap, grad_evals=grads)
             return _run_dense(target, method, num_chains, key, lap, init=init,
                               target_accept=target_accept, tune_step=tune_step)
-    fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
-    g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
-    decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
-    fit_grads = grads + 1 + 2 * frames.PROBES
-    vg = frames.frame_value_and_grad(target, fr)
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
+    if no_mode is None:
+        fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
+        g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
+        decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
+        fit_grads = grads + 1 + 2 * frames.PROBES
+    else:  # no mode: dispersed starts, uniform(-2, 2) about the start point, in the unit frame
+        fr, decrement, fit_grads = frames.Frame(mode, np.ones(d)), math.inf, grads
+        k_uniform = jax.random.fold_in(keys["stage1"], MAX_WINDOWS + 1)  # the windows use 1..
+        keys["z0"] = np.asarray(jax.random.uniform(k_uniform, (num_chains, d), jnp.float64,
+                                                   -2.0, 2.0))
+    vg = frames.frame_value_and_grad(target, fr)
     if init is None:  # draws around the MAP, moved towards it where the model overflows
         state = frames.finite_start(method, vg, keys["z0"], keys["start"])
     else:
@@ -654,6 +686,8 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     chain_grads += g
     kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
     why = above if kind == "auto" else "frame=" + kind
+    if no_mode is not None:
+        why += f"; {no_mode}: the warm-up started from uniform(-2, 2) draws in the unit frame"
     if laplace_why is not None:
         why += f"; no dense Laplace frame: {laplace_why}"
     if found > confirmed:
