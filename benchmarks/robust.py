@@ -255,7 +255,8 @@ def run_inertia(post, seed=0):
                        "precondition": t.get("precondition"),
                        "fit": {k: v for k, v in (t.get("fit") or {}).items()
                                if isinstance(v, (int, float, str, bool))},
-                       "stage2_runs": t.get("stage2_runs"), "readapt": t.get("readapt"),
+                       "stage2_runs": t.get("stage2_runs"),
+                       "windows": (t.get("fit") or {}).get("windows"),
                        "chains": res.chains}}
 
 
