@@ -390,6 +390,7 @@ def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
             "support such as x < 0); sample an unconstrained parameter instead (x = exp(u), or a "
             "NumPyro site with a constrained distribution such as HalfNormal)")
     stage["frame_refitted"] = to_new is not None
+    report["readapts"] = report.get("readapts", 0) + 1
     report["stage2_runs"].append(stage)
     report.update(stage2=stage, final_accept=accept)
     report["chain_grad_evals"] += g
