@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 
 from .. import _compile
 from . import chains, frames
@@ -138,19 +138,31 @@ def denoised_eigenvalues(z):
 
 def frame_moved(z, g, late_divergences: int = 0) -> dict:
     """How far warm-up draws z (chain, draw, d) taken in a diagonal frame, with their frame
-    gradients g, would move it (`frames.from_draws`): the largest factor between a new scale and 1
-    (nutpie's sqrt(sd(z) / sd(g))) and the largest |mean| per coordinate; settled when within
-    FRAME_TOL and FRAME_SHIFT of the frame and the window's second half did not diverge."""
+    gradients g, would move it (`frames.from_draws`): the largest factor between a new scale
+    (nutpie's sqrt(sd(z) / sd(g))) and 1, and the largest |mean| per coordinate in draws' sds.
+    Settled when the scale change is within FRAME_TOL or z of its standard errors (z the two-sided
+    Bonferroni quantile at 1 % over the d coordinates, sqrt(1 / (2 n)) the log scale's with n
+    from `frames.effective_draws`: at large d the largest of d noisy estimates passes a fixed
+    tolerance by chance), the mean within FRAME_SHIFT, z / sqrt(n) or 4 times the log-scale
+    tolerance (the short windows' means are noisier than the lag-1 reading of n says; the final
+    refinement recentres the frame anyway), and the window's second half did not diverge."""
     flat = z.reshape(-1, z.shape[-1])
     ok = np.all(np.isfinite(flat), axis=1)
     if ok.sum() < 2:
         return {"settled": False, "scale_change": math.inf, "shift": math.inf,
                 "late_divergences": int(late_divergences)}
+    n = max(frames.effective_draws(z), 2.0)
     sd = frames.pair_scale(z, g)
-    change = float(np.exp(np.max(np.abs(np.log(sd)))))
-    shift = float(np.max(np.abs(flat[ok].mean(0))))
-    return {"settled": bool(change <= FRAME_TOL and shift <= FRAME_SHIFT and late_divergences == 0),
-            "scale_change": change, "shift": shift, "late_divergences": int(late_divergences)}
+    log_change = float(np.max(np.abs(np.log(sd))))
+    spread = flat[ok].std(0)
+    shift = float(np.max(np.abs(flat[ok].mean(0)) / np.where(spread > 0, spread, 1.0)))
+    zq = float(ndtri(1.0 - 0.005 / flat.shape[1]))  # Bonferroni: 1 % over the d coordinates
+    tol_scale = max(math.log(FRAME_TOL), zq * math.sqrt(0.5 / n))
+    tol_shift = max(FRAME_SHIFT, zq / math.sqrt(n))
+    return {"settled": bool(log_change <= tol_scale and shift <= max(tol_shift, 4.0 * tol_scale)
+                            and late_divergences == 0),
+            "scale_change": math.exp(log_change), "shift": shift,
+            "late_divergences": int(late_divergences), "effective_draws": n}
 
 
 def keeps_frame(z) -> bool:

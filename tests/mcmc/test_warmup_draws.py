@@ -54,3 +54,19 @@ def test_failed_mode_search_warms_up_from_dispersed_draws(monkeypatch):
     # bulk ESS >= 400: each mean within 0.05 sd (1 se); 5 se over 10 coordinates
     assert np.max(np.abs(r.mean - 1.0) / sd) < 0.25
     assert np.max(np.abs(r.draws.std(axis=(0, 1)) / sd - 1.0)) < 0.2
+
+
+def test_frame_moved_allows_for_the_noise_of_short_autocorrelated_windows():
+    # a window of 4 x 75 AR(1) draws (rho = 0.9) of N(0, I) at d = 1,000: effective draws about
+    # 300 x 0.1 / 1.9 = 16, so the largest of 1,000 means sits near 3.3 / 4 = 0.8 sd, past the
+    # fixed 0.5 (FRAME_SHIFT); the rule allows for that noise (at most 1.62 sd here) and keeps
+    # the frame, while a frame 3 sd off is still moved
+    rng = np.random.default_rng(2)
+    d, n, rho = 1000, 75, 0.9
+    z = np.empty((4, n, d))
+    z[:, 0] = rng.standard_normal((4, d))
+    for t in range(1, n):
+        z[:, t] = rho * z[:, t - 1] + np.sqrt(1 - rho ** 2) * rng.standard_normal((4, d))
+    moved = adapt.frame_moved(z, z)
+    assert moved["shift"] > adapt.FRAME_SHIFT and moved["settled"]
+    assert not adapt.frame_moved(z + 3.0, z)["settled"]
