@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from scipy.special import ndtr
+from scipy.special import ndtr, ndtri
 
 from .. import _compile
 from . import chains, frames
@@ -49,6 +49,9 @@ TARGET_ACCEPT = 0.8
 STAGE1, STAGE2 = 150, 150  # equal: one compilation
 T0 = 1.5
 SHRINK = 10.0  # pseudo-draws of the identity in the warm-up covariance
+# stage-1 windows of the diagonal and low-rank frames: the frame re-estimated from each window's
+# draws and gradients while they move it (Stan's windows, nutpie's diagonal rule)
+MAX_WINDOWS = 6
 MAX_RAISES = 3  # stage 2 reruns with target acceptance 1 - (1 - delta)/2 while warm-up diverges
 FRAME_SHIFT = 0.5  # largest whitened mean of the stage-1 draws (per coordinate) keeping the frame
 FRAME_TOL = 1.5  # largest factor between a denoised stage-1 variance and 1 keeping the frame
@@ -131,6 +134,35 @@ def denoised_eigenvalues(z):
     c = min(z.shape[-1] / max(0.5 * z.shape[0] * z.shape[1], 1.0), 0.25)
     lo, hi = (1 - math.sqrt(c)) ** 2, (1 + math.sqrt(c)) ** 2
     return np.where(w > hi, w / hi, np.where(w < lo, w / lo, 1.0))
+
+
+def frame_moved(z, g, late_divergences: int = 0) -> dict:
+    """How far warm-up draws z (chain, draw, d) taken in a diagonal frame, with their frame
+    gradients g, would move it (`frames.from_draws`): the largest factor between a new scale
+    (nutpie's sqrt(sd(z) / sd(g))) and 1, and the largest |mean| per coordinate in draws' sds.
+    Settled when the scale change is within FRAME_TOL or z of its standard errors (z the two-sided
+    Bonferroni quantile at 1 % over the d coordinates, sqrt(1 / (2 n)) the log scale's with n
+    from `frames.effective_draws`: at large d the largest of d noisy estimates passes a fixed
+    tolerance by chance), the mean within FRAME_SHIFT, z / sqrt(n) or 4 times the log-scale
+    tolerance (the short windows' means are noisier than the lag-1 reading of n says; the final
+    refinement recentres the frame anyway), and the window's second half did not diverge."""
+    flat = z.reshape(-1, z.shape[-1])
+    ok = np.all(np.isfinite(flat), axis=1)
+    if ok.sum() < 2:
+        return {"settled": False, "scale_change": math.inf, "shift": math.inf,
+                "late_divergences": int(late_divergences)}
+    n = max(frames.effective_draws(z), 2.0)
+    sd = frames.pair_scale(z, g)
+    log_change = float(np.max(np.abs(np.log(sd))))
+    spread = flat[ok].std(0)
+    shift = float(np.max(np.abs(flat[ok].mean(0)) / np.where(spread > 0, spread, 1.0)))
+    zq = float(ndtri(1.0 - 0.005 / flat.shape[1]))  # Bonferroni: 1 % over the d coordinates
+    tol_scale = max(math.log(FRAME_TOL), zq * math.sqrt(0.5 / n))
+    tol_shift = max(FRAME_SHIFT, zq / math.sqrt(n))
+    return {"settled": bool(log_change <= tol_scale and shift <= max(tol_shift, 4.0 * tol_scale)
+                            and late_divergences == 0),
+            "scale_change": math.exp(log_change), "shift": shift,
+            "late_divergences": int(late_divergences), "effective_draws": n}
 
 
 def keeps_frame(z) -> bool:
@@ -334,14 +366,33 @@ def _stage2(method, vg, state, key, h, gamma, eps, time, accept, keep=False):
     return state, float(h2), stage, int(np.sum(np.asarray(ng))), z
 
 
-def readapt(method, vg, state, key, params: Params, report: dict):
+def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
     """After divergences while sampling: stage 2 again from the chains' states at the raised target
-    acceptance (same trajectory time, gamma and alpha h); updates `report`, returns (Params, states)."""
+    acceptance (same trajectory time, gamma and alpha h); with `to_new` (`refit_frame`) the chains
+    first move into the refitted frame whose (V, grad V) is `vg`. Updates `report`, returns
+    (Params, states)."""
     accept = raised(report["final_accept"])
     T = params.step_size * params.num_leapfrog
     eps = params.alpha * params.step_size
-    state, h, stage, g, _ = _stage2(method, vg, state, key, params.step_size, params.gamma, eps,
-                                    T, accept)
+    if to_new is not None:  # the same points, in the new frame's coordinates
+        from .start import start as _start
+
+        k_start, key = jax.random.split(jnp.asarray(key))
+        z = to_new(np.asarray(state.position, np.float64))
+        state = _start(method, vg, z, np.asarray(jax.random.split(k_start, z.shape[0])))
+        report["chain_grad_evals"] += z.shape[0]
+        report["grad_evals"] += z.shape[0]
+    h, g = params.step_size, 0
+    for attempt in range(MAX_RAISES + 1):  # raised again while its own late draws diverge
+        if attempt:
+            accept = raised(accept)
+            report["stage2_runs"].append(stage)
+        k = key if attempt == 0 else jax.random.fold_in(key, attempt)
+        state, h, stage, gi, _ = _stage2(method, vg, state, k, h, params.gamma, eps, T, accept)
+        g += gi
+        stage["after_sampling_divergences"] = True
+        if stage["late_divergences"] == 0 or not (h > 0 and math.isfinite(h)):
+            break
     if not (h > 0 and math.isfinite(h)):  # dual averaging drove the step to 0: say why
         from ..targets.base import TargetError
 
@@ -350,13 +401,43 @@ def readapt(method, vg, state, key, params: Params, report: dict):
             "-inf, NaN or discontinuous where the chains go (e.g. written as -inf outside a "
             "support such as x < 0); sample an unconstrained parameter instead (x = exp(u), or a "
             "NumPyro site with a constrained distribution such as HalfNormal)")
-    stage["after_sampling_divergences"] = True
+    stage["frame_refitted"] = to_new is not None
+    report["readapts"] = report.get("readapts", 0) + 1
     report["stage2_runs"].append(stage)
     report.update(stage2=stage, final_accept=accept)
     report["chain_grad_evals"] += g
     report["grad_evals"] += g
     return Params(h, params.gamma, eps / h, float(np.clip(T / h, 1.0, MAX_LEAPFROG)),
                   params.length_spread), state
+
+
+READAPT_DRAWS = 250  # draws per chain (thinned) of a halted run that refit its frame
+
+
+def refit_frame(target, pre, draws):
+    """The frame re-estimated from a sampling run's draws (chain, draw, d) taken in the frame
+    `pre` = (mean, factor): dense, their covariance (`draws_covariance`, as NUTS's dense mass
+    matrix); diagonal or low-rank, `frames.from_draws` on the draws and their gradients in x
+    (nutpie's rule). Returns (new pre, its (V, grad V), z_old -> z_new, gradients spent)."""
+    draws = np.asarray(draws, np.float64)
+    step = max(1, math.ceil(draws.shape[1] / READAPT_DRAWS))
+    zs = draws[:, step - 1::step]
+    mean, factor = pre
+    if hasattr(factor, "to_x"):  # a diagonal or low-rank frame
+        fr = jax.tree_util.tree_map(np.asarray, factor)
+        d = zs.shape[-1]
+        xs = fr.to_x(zs)
+        ident = frames.Frame(np.zeros(d), np.ones(d))
+        gx = frames.draws_gradients(target, ident, xs)
+        new = frames.from_draws(ident, xs, gx, "low-rank" if fr.rank() else "diagonal")
+        return ((new.mean, new), frames.frame_value_and_grad(target, new),
+                lambda z: new.to_z(fr.to_x(z)), int(np.sum(np.all(np.isfinite(gx), axis=-1))))
+    mz, S = draws_covariance(zs)
+    C = np.linalg.cholesky(S)
+    mean2 = np.asarray(mean) + np.asarray(factor) @ mz
+    factor2 = np.asarray(factor) @ C
+    return ((mean2, factor2), frame_value_and_grad(target, mean2, factor2),
+            lambda z: np.linalg.solve(C, (z - mz).T).T, 0)
 
 
 @functools.lru_cache(maxsize=8)
@@ -501,6 +582,25 @@ def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tun
     return wt, fit, params, state, vg, report
 
 
+def _mode_or_none(target, x0):
+    """(MAP, gradients, None), or (start point, gradients, why) where the mode search failed: it
+    raised, or ended at a point where V or its gradient is not finite. A mode is a head start of
+    the warm-up, never a requirement."""
+    from ..targets.base import jitted
+    from ..targets.mode import map_estimate
+
+    try:
+        mode, grads = map_estimate(target, x0)
+        v, g = jitted(target, "value_and_grad")(_compile.device(mode, np.float64))
+        if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
+            return np.asarray(mode, np.float64), grads, None
+        why = "the mode search ended where V or its gradient is not finite"
+    except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
+        why, grads = f"the mode search failed ({type(err).__name__})", 0
+    start = np.where(np.isfinite(x0), x0, 0.0)
+    return start, grads, why
+
+
 def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind,
                 tune_step=True, laplace_kappa=None):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
@@ -512,17 +612,16 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     is tried first and taken when it whitens the target (`warmup.good_laplace_fit`, its whitened
     kappa_hat under `laplace_kappa`, None: warmup.LAPLACE_KAPPA)."""
     from ..targets.base import jitted
-    from ..targets.mode import map_estimate
     from .start import start as _start
     from .warmup import LAPLACE_KAPPA, GaussianFit, good_laplace_fit
 
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
-    mode, grads = map_estimate(target, x0)
+    mode, grads, no_mode = _mode_or_none(target, x0)
     laplace_why = None
     above = f"d = {d} > " + str(frames.VI_FRAME_MAX_DIM if d <= frames.DENSE_MAX_DIM
                                 else frames.DENSE_MAX_DIM)
-    if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM:
+    if kind == "auto" and d <= frames.LAPLACE_DENSE_MAX_DIM and no_mode is None:
         lap, g, laplace_why = good_laplace_fit(
             target, mode, seed=seed, max_kappa=laplace_kappa or LAPLACE_KAPPA)
         grads += g
@@ -531,12 +630,18 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
             lap = dataclasses.replace(lap, grad_evals=grads)
             return _run_dense(target, method, num_chains, key, lap, init=init,
                               target_accept=target_accept, tune_step=tune_step)
-    fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
-    g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
-    decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
-    fit_grads = grads + 1 + 2 * frames.PROBES
-    vg = frames.frame_value_and_grad(target, fr)
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
+    if no_mode is None:
+        fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
+        g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
+        decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
+        fit_grads = grads + 1 + 2 * frames.PROBES
+    else:  # no mode: dispersed starts, uniform(-2, 2) about the start point, in the unit frame
+        fr, decrement, fit_grads = frames.Frame(mode, np.ones(d)), math.inf, grads
+        k_uniform = jax.random.fold_in(keys["stage1"], MAX_WINDOWS + 1)  # the windows use 1..
+        keys["z0"] = np.asarray(jax.random.uniform(k_uniform, (num_chains, d), jnp.float64,
+                                                   -2.0, 2.0))
+    vg = frames.frame_value_and_grad(target, fr)
     if init is None:  # draws around the MAP, moved towards it where the model overflows
         state = frames.finite_start(method, vg, keys["z0"], keys["start"])
     else:
@@ -552,9 +657,28 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     zs = np.swapaxes(np.asarray(z1)[STAGE1 // 2:], 0, 1)
     acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
     chain_grads = int(np.sum(np.asarray(ng1))) + num_chains
-    x_last = fr.to_x(np.asarray(state.position))
     gs = frames.draws_gradients(target, fr, zs)  # the draws' gradients set the diagonal with them
     chain_grads += int(np.prod(np.shape(zs)[:2]))
+    windows = []
+    for w in range(1, MAX_WINDOWS + 1):  # more windows while the draws move the frame
+        moved = frame_moved(zs, gs, int(np.sum(np.asarray(div1)[STAGE1 // 2:])))
+        windows.append(moved)
+        if moved["settled"]:
+            break
+        x_now = fr.to_x(np.asarray(state.position))
+        fr = frames.from_draws(fr, zs, gs, "diagonal")
+        vg = frames.frame_value_and_grad(target, fr)
+        state = _start(method, vg, fr.to_z(x_now), keys["restart"])
+        log_h = math.log(h1)
+        state, h1, (z1, acc1, div1, ng1, _) = _adapt_runner(method, STAGE1)(
+            vg, state, np.asarray(jax.random.fold_in(keys["stage1"], w)), f(log_h),
+            f(log_h + math.log(10.0)), f(0.0), f(0.0), f(T0), f(target_accept))
+        h1 = float(h1)
+        zs = np.swapaxes(np.asarray(z1)[STAGE1 // 2:], 0, 1)
+        acc_late = float(np.nanmean(np.asarray(acc1)[STAGE1 // 2:]))
+        gs = frames.draws_gradients(target, fr, zs)
+        chain_grads += int(np.sum(np.asarray(ng1))) + num_chains + int(np.prod(np.shape(zs)[:2]))
+    x_last = fr.to_x(np.asarray(state.position))
     fr = frames.from_draws(fr, zs, gs, kind)
     found = fr.rank()
     if kind == "auto":  # only directions the Hessian confirms are worth a trial
@@ -575,6 +699,8 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     chain_grads += g
     kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
     why = above if kind == "auto" else "frame=" + kind
+    if no_mode is not None:
+        why += f"; {no_mode}: the warm-up started from uniform(-2, 2) draws in the unit frame"
     if laplace_why is not None:
         why += f"; no dense Laplace frame: {laplace_why}"
     if found > confirmed:
@@ -582,7 +708,11 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
                 f"Hessian reads a variance below {frames.STRETCH_MIN_VARIANCE:g} along them")
     if len(tried) > 1:
         why += "; " + frames.describe_trial(tried)
+    if len(windows) > 1:
+        why += (f"; {len(windows)} stage-1 windows: the draws moved the frame (largest scale "
+                f"change x{windows[0]['scale_change']:.3g}, mean shift {windows[0]['shift']:.3g} sd)")
     info = {"map_converged": bool(decrement <= 1e-3), "frame": fr.kind, "rank": fr.rank(),
+            "windows": windows,
             "directions_found": found, "directions_confirmed": confirmed,
             "why": why, "frames_tried": [{k: t[k] for k in ("kind", "rank", "step_size", "curvature",
                                                             "hessian_vector_products",

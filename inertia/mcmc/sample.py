@@ -258,7 +258,9 @@ def summary_draws(target, draws, names):
 
 DEFAULT_TARGET_ESS = 400.0
 DEFAULT_METHOD = "hfhr-exact"
-MAX_RETRIES = 2  # exact kernel: warm-ups again at a higher target acceptance after divergences
+# exact kernel: warm-ups again after divergences (the frame refitted to the halted run's draws, a
+# higher target acceptance): the budget of discarded attempts
+MAX_RETRIES = 3
 BUDGET = 10  # max_steps by default: BUDGET x num_steps per chain (the run's extensions stop there)
 READAPTS = 1  # warm-ups again, from the chains' positions, after the chains disagree
 

@@ -9,7 +9,7 @@ from inertia.mcmc.kernels import REGISTRY
 from inertia.targets import kappa_family
 
 
-def _scheme(calls):
+def _scheme(calls, seen):
     """The unadjusted schemes' warm-up at given parameters, with a burn-in of a quarter, one
     halt after the first block followed by a new warm-up at half the step, marked gradient
     counts and one problem of its own."""
@@ -23,8 +23,9 @@ def _scheme(calls):
     def halted(infos):
         return "readapt" not in calls
 
-    def readapt(method, report, state, key, params, infos):
+    def readapt(method, report, state, key, params, infos, draws=None):
         calls.append("readapt")
+        seen.append(None if draws is None else draws.shape)  # the halted attempt's draws
         return params._replace(step_size=params.step_size / 2), state, 7
 
     def account(method, report, info, discarded, num_steps, num_chains):
@@ -37,13 +38,14 @@ def _scheme(calls):
 
 
 def test_sample_runs_the_scheme_its_registry_entry_names(monkeypatch):
-    calls = []
-    monkeypatch.setitem(SCHEMES, "test-scheme", _scheme(calls))
+    calls, seen = [], []
+    monkeypatch.setitem(SCHEMES, "test-scheme", _scheme(calls, seen))
     method = REGISTRY["ula"]._replace(name="ula-test", warmup="test-scheme")
     t = kappa_family(2, 4.0)
     with pytest.warns(RuntimeWarning, match="its own"):
         res = sample(t, method, step_size=0.1, num_steps=200, seed=0)
     assert calls == ["run", "readapt", ("discarded", 7)]
+    assert seen == [(4, 200, 2)]  # the halted attempt's draws, in the chains' frame
     assert res.params["step_size"] == 0.05  # the new warm-up's step
     assert res.burn_in_default == 0.25 and res.draws.shape == (4, 200, 2)
     assert (res.grad_evals, res.warmup_grad_evals, res.total_grad_evals) == (11, 13, 17)

@@ -53,6 +53,7 @@ class Report(NamedTuple):
     target_accept: Optional[float]
     target: object
     checked: int = 0
+    source: object = None  # the target the frame maps to (a tuned exact run's readapt refits it)
 
 
 class Accounting(NamedTuple):
@@ -73,8 +74,10 @@ class Scheme(NamedTuple):
     per chain, start position, start state, sampling run. `options`: the `sample` keywords it reads
     beyond the kernel's parameters. `rule`: the sampling run's `convergence.StopRule` options.
     `halted(infos)`: the per-step info of the sampling run so far says stop and warm up again.
-    `readapt(method, report, state, key, params, infos)`: (Params, state, gradients the halted
-    attempt spent, from its per-step `infos`) of a new warm-up from the chains' states, or None. `account(method, report, info, discarded, num_steps, num_chains)`: the
+    `readapt(method, report, state, key, params, infos, draws)`: (Params, state, gradients the
+    halted attempt spent, from its per-step `infos`[, the `Report` to continue with]) of a new
+    warm-up from the chains' states and the halted attempt's draws (chain, draw, d, in the chains'
+    frame), or None. `account(method, report, info, discarded, num_steps, num_chains)`: the
     `Accounting`. `summarise(info, burn)`: per-chain summary of the draws after a burn-in fraction
     (None where the kernel has none). `problems(chains, target_accept, tuning, unconverged)`: the
     verdict's reasons beyond R-hat and ESS."""
@@ -109,7 +112,7 @@ def never(infos) -> bool:
     return False
 
 
-def no_readapt(method, report, state, key, params, infos):
+def no_readapt(method, report, state, key, params, infos, draws=None):
     """`Scheme.readapt` of a scheme that never warms up again."""
     return None
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import adapt, gradcheck
+from .. import adapt, frames, gradcheck
 from ..kernels.base import Params
 from ..start import start
+from ...targets.whiten import whiten
 from .base import Accounting, Report, Scheme, initial_positions
 
 
@@ -35,7 +36,7 @@ def run(target, method, keys, s, bar):
     return state, params, Report(
         run_fn, (fit.mean, fit.factor), tuning, None, BLOCK,
         int(fit.grad_evals + round(tuning["chain_grad_evals"] / s.num_chains)),
-        int(tuning["grad_evals"]), 0.0, target_accept, run_target, checked)
+        int(tuning["grad_evals"]), 0.0, target_accept, run_target, checked, source=target)
 
 
 def _given(target, method, keys, s, target_accept):
@@ -60,14 +61,31 @@ def halted(infos) -> bool:
     return any(np.asarray(i["diverging"]).any() for i in infos)
 
 
-def readapt(method, report, state, key, params, infos):
-    """Stage 2 again from the chains' states at a raised target acceptance (tuned runs only):
-    (Params, states, gradients of the halted attempt)."""
+def readapt(method, report, state, key, params, infos, draws=None):
+    """Stage 2 again from the chains' states at a raised target acceptance (tuned runs only), in
+    the frame refitted to the halted run's `draws` (chain, draw, d; in the chains' frame) where
+    given (`adapt.refit_frame`): (Params, states, gradients of the halted attempt, the `Report`
+    the sampling run continues with)."""
     if report.tuning is None:
         return None
     spent = int(sum(np.sum(i["num_grads"]) for i in infos))
-    params, state = adapt.readapt(method, report.run_fn, state, key, params, report.tuning)
-    return params, state, spent
+    vg, to_new = report.run_fn, None
+    if draws is not None and report.source is not None and report.pre is not None \
+            and np.shape(draws)[1] >= 2:
+        pre, vg, to_new, g = adapt.refit_frame(report.source, report.pre, draws)
+        report.tuning["chain_grad_evals"] += g
+        report.tuning["grad_evals"] += g
+        report = report._replace(run_fn=vg, pre=pre, target=_whitened(report.source, pre))
+    params, state = adapt.readapt(method, vg, state, key, params, report.tuning, to_new=to_new)
+    return params, state, spent, report
+
+
+def _whitened(target, pre):
+    """The target in the frame `pre` = (mean, factor) (dense, diagonal or low-rank)."""
+    mean, factor = pre
+    if hasattr(factor, "to_x"):
+        return frames.whiten(target, factor)
+    return whiten(target, mean, factor)
 
 
 def summarise(info, burn: float) -> dict:
