@@ -4,7 +4,7 @@ scored against its reference (posteriordb's reference draws, the Inference Gym's
 a long NUTS run of reference.py).
 
 Per posterior and method, one fresh process (so that no run inherits another's compilations):
-- converged: R-hat <= 1.01 and bulk ESS >= 400 for every named quantity and no divergent
+- converged: R-hat <= 1.01, bulk ESS >= 400 for every named quantity and no divergent
   transition after warm-up; for inertia's sampler also its own verdict (which counts the exact
   kernel's divergences); for `fit`, the fit's own verdict (the stopping rule; a divergence is not
   converged) and its Pareto k-hat.
@@ -260,7 +260,7 @@ def write_report(names):
          "NUTS with a dense and a diagonal mass matrix, each in a fresh process, seed 0.", "",
          "Regenerate every row (resumable; `--resume` keeps finished rows, `--quick` shortens "
          "NUTS):", "", "```", f"{COMMAND} --resume", "```", "",
-         "Rules. *converged*: R-hat <= 1.01 and bulk ESS >= 400 on every named quantity, no "
+         "Rules. *converged*: R-hat <= 1.01, bulk ESS >= 400 on every named quantity, no "
          "divergent transition after warm-up (and, for `sample`, its own verdict). *right*: no "
          "mean or sd off by more than 0.15 reference sd while significant against both runs' "
          "Monte Carlo errors (two-sided Bonferroni bound at level 0.01 over the quantities). "

@@ -515,7 +515,8 @@ def whiten(target, frame: Frame):
 __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "VI_FRAME_MAX_DIM", "MAX_RANK",
            "uses_dense", "start_frame",
            "confirmed_directions",
-           "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues", "frame_value_and_grad",
+           "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues",
+           "frame_value_and_grad",
            "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",
            "curvature_range", "capped_eigenvalues",
            "pair_scale", "draws_gradients", "step_costs", "NORMAL_FLOPS"]
