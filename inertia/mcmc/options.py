@@ -15,7 +15,7 @@ class SampleOptions:
     "low-rank", "diagonal"), `bias_tol` (the unadjusted kernels' stationary sd error),
     `target_accept` (the exact kernel's; None: 0.8), `reparam` ("auto" or False: NumPyro sites'
     centredness). Run: `thinning`, `target_ess` and `max_steps` (run until every coordinate has
-    bulk ESS >= target_ess, within the budget of max_steps per chain, default 10 x num_steps),
+    bulk ESS >= target_ess, within the budget of max_steps per chain, default 100 x num_steps),
     `on_divergence` ("raise" or "stop"), `diagnostics` (R-hat, ESS and
     the verdict of the kept draws).
     """

@@ -261,7 +261,7 @@ DEFAULT_METHOD = "hfhr-exact"
 # exact kernel: warm-ups again after divergences (the frame refitted to the halted run's draws, a
 # higher target acceptance): the budget of discarded attempts
 MAX_RETRIES = 3
-BUDGET = 10  # max_steps by default: BUDGET x num_steps per chain (the run's extensions stop there)
+BUDGET = 100  # max_steps by default: BUDGET x num_steps per chain (the run's extensions stop there)
 READAPTS = 1  # warm-ups again, from the chains' positions, after the chains disagree
 
 
