@@ -56,7 +56,7 @@ def test_disagreeing_chains_warm_up_again_once_then_stop_with_the_reason():
     init = np.array([[10.0, 0, 0], [-10.0, 0, 0], [10.0, 0, 0], [-10.0, 0, 0]])
     out = io.StringIO()
     with pytest.warns(RuntimeWarning, match="NOT CONVERGED"):
-        r = sample(_bimodal(), init=init, seed=0,
+        r = sample(_bimodal(), init=init, seed=0, max_steps=10_000,
                    progress=Progress("sample", file=out, tty=False))
     st = r.stopped
     assert st["readapted"] == 1 and st["why"] == "budget"
