@@ -125,7 +125,8 @@ def test_sample_a_model_file_and_save_in_a_clean_environment(clone, tmp_path):
 def test_readme_quick_start_in_a_clean_environment(clone, tmp_path):
     readme = (clone[0] / "README.md").read_text()
     (line,) = [ln for ln in readme.splitlines() if "inertia fit --model" in ln]
-    cmd = line.split("&&", 1)[1].split()  # run as the install put it on PATH
+    # the command after the venv and install steps, run as the install put it on PATH
+    (cmd,) = [part.split() for part in line.split("&&") if part.split()[:2] == ["inertia", "fit"]]
     assert cmd[:2] == ["inertia", "fit"]
     # reduced size: the README's options with fewer steps and a smaller batch
     opts = dict(zip(cmd[2::2], cmd[3::2]))
