@@ -1063,9 +1063,14 @@ ROUND4_CASES = [
     ("mcmc.sample num_steps=10**12", "api", "from inertia.targets import kappa_family as K\n"
      "from inertia.mcmc import sample; sample(K(3, 10.0), num_steps=10 ** 12)", "MemoryError",
      "", "keeps 4,000,000,000,000 draws"),
-    ("vi.fit num_steps=10**12 announced", "api", "import warnings; warnings.simplefilter('error')"
+    ("vi.fit num_steps=10**12 without a stopping rule", "api",
+     "from inertia.targets import kappa_family as K\nfrom inertia.vi import fit\n"
+     "fit(K(4, 10.0), 'stl-proj', num_steps=10 ** 12)", "MemoryError",
+     "refused before the run (was announced, then a MemoryError allocating its first block)",
+     "without a stopping rule"),
+    ("vi.fit num_steps=10**9 announced", "api", "import warnings; warnings.simplefilter('error')"
      "\nfrom inertia.targets import kappa_family as K\nfrom inertia.vi import fit\n"
-     "fit(K(4, 10.0), 'stl-proj', num_steps=10 ** 12)", "RuntimeWarning",
+     "fit(K(4, 10.0), 'stl-proj', num_steps=10 ** 9)", "RuntimeWarning",
      "warned before the run (an error here, by the warnings filter)", "takes at least"),
     ("calibrate on 200,000 rows says what it does", "cli",
      "calibrate --model linear --batch-size 32 --steps 200 --data {rows} --allow-unconverged", "ok",

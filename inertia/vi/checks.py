@@ -5,7 +5,8 @@ potential: E_q hess V then equals the gradient-only Stein form E_q[grad V(m + A 
 A kink (|theta|, a hinge) puts a delta into the true Hessian that HVPs never see; the two sides
 then differ. `hessian_consistency` compares u^T E[hess V] A w with E[(u . grad V)(xi . w)] on
 common draws for a few random directions and returns the largest |z|. `check_memory` refuses a
-run too large for free memory before anything compiles.
+run too large for free memory before anything compiles; `check_fixed_run` a fixed-length run whose
+blocks of updates would not fit.
 """
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ import numpy as np
 from .. import _warnings, _compile
 from .._random import host_normal
 from .registry import get_estimator
+from .runstate import fixed_blocks
 from .. import resources
 from ..resources import estimate_fit_bytes, largest_dim
 
 Z_WARN = 6.0  # |z| above this: the Hessian-based estimators see a different curvature
+# what one update of a block holds per seed: its key (two uint32 words) and two one-byte flags
+BYTES_PER_UPDATE = 10
 
 
 def hessian_consistency(target, m, A, *, num_draws: int = 2048, num_dirs: int = 4,
@@ -67,6 +71,19 @@ def check_memory(m_spec, d, batch_size, num_seeds):
                           f"the largest d that fits is about {top}")
 
 
+def check_fixed_run(num_steps, every, num_seeds):
+    """Refuse, before the run, a run without stopping rule whose largest block of updates (each
+    with its key and flags) exceeds free memory; the largest num_steps that fits named."""
+    rows = max((n * length for _, n, length in fixed_blocks(num_steps, every)), default=0)
+    need, have = rows * num_seeds * BYTES_PER_UPDATE, resources.available_bytes()
+    if need > have:
+        fits = num_steps * have // need
+        raise MemoryError(f"num_steps = {num_steps:,} without a stopping rule runs in blocks of "
+                          f"{rows:,} updates whose keys and flags need {need / 2**30:,.1f} GiB, and "
+                          f"{have / 2**30:,.1f} GiB is free: keep the stopping rule (drop tol=None), "
+                          f"or ask for at most about {fits:,} updates")
+
+
 def check_hessian(target, m0, A0, coords, method):
     """Warn when HVP-based and gradient-only curvature disagree at the start (a kink in V)."""
     F = A0 if coords != "cov" else jnp.linalg.cholesky(A0)
@@ -79,4 +96,4 @@ def check_hessian(target, m0, A0, coords, method):
                       "stl-proj", RuntimeWarning)
 
 
-__all__ = ["hessian_consistency", "Z_WARN", "check_memory", "check_hessian"]
+__all__ = ["hessian_consistency", "Z_WARN", "check_memory", "check_fixed_run", "check_hessian"]

@@ -19,7 +19,8 @@ from .auto import (DEFAULT_METHOD, Prepared, choose_method, default_batch, prepa
                    warn_small_batch)
 from ..progress import warn_long_run, progress as progress_bar
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
-from .checks import check_hessian, check_memory
+from .checks import check_fixed_run, check_hessian, check_memory
+from .runstate import fixed_every
 from .options import FitOptions, resolve, split
 from .registry import get_estimator, get_method
 from .result import FitResult, hitting_step
@@ -91,7 +92,9 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     bar = progress_bar("fit", progress)
     if target.alpha is None or target.beta is None:
         bar.phase("curvature bounds and start (MAP, Laplace)")
-    warn_long_run(num_steps if opts.tol is None else None)  # a fixed run of > 10^8 updates
+    if opts.tol is None:  # a fixed run: refused if its blocks cannot fit, announced if long
+        check_fixed_run(num_steps, fixed_every(num_steps, opts.checkpoint_every), len(seeds))
+        warn_long_run(num_steps)
     prep = prepare(target, check_init(target, init), seed=seeds[0], verbose=progress)
     target, init = prep.target, prep.init
     wh = None

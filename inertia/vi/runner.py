@@ -31,23 +31,10 @@ from .recorder import _Recorder
 from .recovery import diverged, failure, recovery
 from .registry import get_method
 from .restart import with_restart
-from .runstate import RunState, checkpoint_blocks
+from .runstate import MAX_BLOCKS, RunState, checkpoint_blocks, fixed_blocks, fixed_every
 from .widen import reestimation, widening
 
 DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
-MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
-
-
-def _schedule(num_steps, every):
-    """Blocks (start, chunks, chunk length) covering num_steps with checkpoints every `every`."""
-    nfull, rem = divmod(num_steps, every)
-    per = max(1, -(-nfull // MAX_BLOCKS))
-    out = [(i * every, min(per, nfull - i), every) for i in range(0, nfull, per)]
-    if rem:
-        out.append((nfull * every, 1, rem))
-    return out
-
-
 def _block_fn(kernel_at):
     """jit(vmap over seeds) of a block: scan over chunks of scanned steps, snapshots per chunk.
 
@@ -227,10 +214,8 @@ class Runner:
     def checkpoint_every(self, num_steps):
         """`checkpoint_every`, or ~100 checkpoints, or (stopping rule) `auto_every`'s spacing."""
         o = self.opts
-        if o.checkpoint_every:
-            return int(o.checkpoint_every)
-        if o.tol is None:
-            return int(max(1, num_steps // 100 or 1))
+        if o.checkpoint_every or o.tol is None:
+            return fixed_every(num_steps, o.checkpoint_every)
         return int(min(self.auto_every(o.window, o.monitor_draws), max(1, num_steps // 100)))
 
     def auto_every(self, window, monitor_draws=None):
@@ -363,7 +348,7 @@ class Runner:
         rec.add(0, 0.0, np.asarray(state.m, np.float64)[None],
                 np.asarray(state.A, np.float64)[None])
         loop = Loop(rec, state, seeds, num_steps, every, KeyRows(seeds, steps), [], rule)
-        loop.queue = _schedule(num_steps, every) if rule is None else loop.checkpoints(0, num_steps)
+        loop.queue = fixed_blocks(num_steps, every) if rule is None else loop.checkpoints(0, num_steps)
         return loop
 
     def _advance(self, loop):

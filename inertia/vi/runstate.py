@@ -52,6 +52,7 @@ class RunState(NamedTuple):
         return checkpoint_blocks(start, until, self.every)
 
 
+MAX_BLOCKS = 50  # host round trips per run; checkpoints inside a block share one compiled scan
 QUEUE_WINDOW = 1024  # checkpoint blocks listed at a time; a mark continues the queue
 
 
@@ -65,4 +66,20 @@ def checkpoint_blocks(start: int, until: int, every: int) -> tuple:
     return blocks + (((stop, 0, until),) if stop < until else ())
 
 
-__all__ = ["RunState", "checkpoint_blocks", "QUEUE_WINDOW"]
+def fixed_every(num_steps: int, checkpoint_every=None) -> int:
+    """The checkpoint spacing asked for, else ~100 checkpoints over the run."""
+    return int(checkpoint_every or max(1, num_steps // 100))
+
+
+def fixed_blocks(num_steps: int, every: int) -> list:
+    """Blocks (start, chunks, chunk length) covering a run without stopping rule, checkpoints
+    every `every` updates, in at most about MAX_BLOCKS blocks."""
+    nfull, rem = divmod(num_steps, every)
+    per = max(1, -(-nfull // MAX_BLOCKS))
+    out = [(i * every, min(per, nfull - i), every) for i in range(0, nfull, per)]
+    if rem:
+        out.append((nfull * every, 1, rem))
+    return out
+
+
+__all__ = ["RunState", "checkpoint_blocks", "fixed_blocks", "fixed_every", "QUEUE_WINDOW", "MAX_BLOCKS"]

@@ -38,3 +38,29 @@ def test_fit_with_a_budget_of_10_to_the_12_stops_by_its_rule():
     r = fit(t, "stl-proj", num_steps=10 ** 12)
     assert r.converged and "stop" in r.verdict.numbers and r.num_steps < 10 ** 5
     np.testing.assert_allclose(np.asarray(r.mean).reshape(-1)[:3], 0.0, atol=0.05)
+
+
+def test_a_fixed_run_whose_blocks_cannot_fit_is_refused_before_it_starts(monkeypatch):
+    """Without a stopping rule, 10^12 updates run in 50 blocks of 2 x 10^10 updates, each update
+    with its key and two flags (10 bytes): 186 GiB a seed. With 64 GiB free the run is refused at
+    once, naming the largest budget that fits; at that budget it is accepted."""
+    from inertia import resources
+    from inertia.vi import checks
+
+    monkeypatch.setattr(resources, "available_bytes", lambda: 64 * 2 ** 30)
+    from inertia.targets import kappa_family
+
+    try:  # curvature bounds given: the paper's fixed-length run
+        fit(kappa_family(2, 10.0), "stl-proj", num_steps=10 ** 12)
+    except MemoryError as e:
+        assert "186.3 GiB" in str(e) and "64.0 GiB is free" in str(e) and "tol=None" in str(e)
+    else:
+        raise AssertionError("a 186 GiB block was not refused")
+    fits = 10 ** 12 * (64 * 2 ** 30) // (2 * 10 ** 10 * 10)
+    checks.check_fixed_run(fits - fits % 100, (fits - fits % 100) // 100, 1)  # fits: no error
+    try:
+        checks.check_fixed_run(fits + 200, (fits + 200) // 100, 1)
+    except MemoryError:
+        pass
+    else:
+        raise AssertionError("a block beyond free memory was accepted")
