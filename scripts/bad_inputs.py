@@ -647,7 +647,7 @@ CASES = [
      "s.path('k').write_text('[1,'); s.get_or_compute('k', lambda: 0)", "ValueError",
      "names the file"),
     ("experiments.run unknown name", "api",
-     "from inertia import experiments; experiments.run('nope', '/tmp/x')", "KeyError", ""),
+     "import reproductions as experiments; experiments.run('nope', '/tmp/x')", "KeyError", ""),
 ]
 
 
@@ -946,7 +946,7 @@ OTHER_CASES = [
      "CellStore\ns = CellStore(pathlib.Path(os.environ['HOME'], 'cells'))\n"
      "s.save('k', {{'x': [0.1, float('nan')]}})\n"
      "assert s.get_or_compute('k', lambda: 0) == {{'x': [0.1, None]}}", "ok", "", ""),
-    ("sgmcmc-linear reps=0 (API)", "api", "from inertia import experiments\n"
+    ("sgmcmc-linear reps=0 (API)", "api", "import reproductions as experiments\n"
      "import os; experiments.run('sgmcmc-linear', os.environ['HOME'] + '/r', quick=True, reps=0)", "ValueError", "",
      "reps"),
     ("dump_json to /dev/full", "api", "from reproductions._runner import dump_json\n"
