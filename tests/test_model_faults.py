@@ -32,6 +32,17 @@ def test_probe_finds_infinite_mass_in_one_dimension():
     assert probe_unbounded(proper, np.zeros(1), np.eye(1)) is None
 
 
+def test_a_bowl_seen_from_high_on_its_wall_is_not_improper():
+    """V = A / (1 + x^2) + B log(1 + x^2), A = 2e12, B = 1e9: proper (tails x^-2e9), and from x = 0
+    (V = 2e12, as a failed mode search's end point on a centred hierarchy's wall) V stays below
+    V(0) out to 10^12 sds, yet rises again beyond its bottom: no infinite mass. Without the far
+    end's rise test the probe called it improper; the flat logistic stays improper."""
+    bowl = from_logdensity(lambda x: -(2e12 / (1 + x[0] ** 2) + 1e9 * jnp.log1p(x[0] ** 2)),
+                           jnp.zeros(1))
+    assert probe_unbounded(bowl, np.zeros(1), np.eye(1)) is None
+    assert probe_unbounded(_flat_logistic(), np.array([50.0]), np.array([[10.0]])) is not None
+
+
 def test_fit_says_improper_on_flat_prior_separable_data():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

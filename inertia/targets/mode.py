@@ -399,7 +399,9 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
     points `tube` sds off it: V <= V(mode) + FLAT_NATS on that whole tube of fixed width means
     infinite mass. A proper density fails the confirmation (its V rises somewhere along the tube:
     the prior far away, or off a measure-zero ray such as a funnel's neck); so does a ray that
-    leaves the support (V = inf). None when no ray is confirmed."""
+    leaves the support (V = inf), and a ray whose V at its far end lies above its lowest point on
+    the tube (a bowl seen from high on its wall: a failed search's end point). None when no ray is
+    confirmed."""
     d = target.dim
     rng = np.random.default_rng(seed)
     dirs = [_unit(d, i) * s for i in range(min(d, 64)) for s in (1.0, -1.0)]
@@ -421,7 +423,10 @@ def probe_unbounded(target: Target, mode, factor, *, num_random: int = 8, seed: 
         offsets = (offsets * tube / norms) if d > 1 else np.zeros((0, d))  # d = 1: the ray alone
         Vt = _on_rays(target, mode, F, Z[i][None], far, offsets=np.vstack([np.zeros(d), offsets]))
         evals += Vt.size
-        if np.all(np.isfinite(Vt)) and np.all(Vt <= v0 + FLAT_NATS):
+        # flat or falling out to the far end: V there no higher than anywhere nearer (a failed
+        # search's end point high on a wall lies above a bowl whose far side rises again)
+        if (np.all(np.isfinite(Vt)) and np.all(Vt <= v0 + FLAT_NATS)
+                and np.all(Vt[:, -1] <= Vt.min(axis=1) + FLAT_NATS)):
             u = F * Z[i] if F.ndim == 1 else F @ Z[i]
             return {"direction": (u / np.linalg.norm(u)).tolist(), "distance": float(far[-1]),
                     "potential_at_mode": v0, "potential_far": float(Vt[0, -1]),
