@@ -87,3 +87,22 @@ def test_silent_on_correct_models():
         check_gradient(t, pts)  # raises on a disagreement
         rows = directional_errors(t, pts)
         assert len(rows) >= 2, name  # the check did compare (V finite near the start)
+
+
+def test_a_float32_model_returned_as_float64_is_judged_at_float32_round_off():
+    """V = 17,000 + |x|^2 / 2 evaluated in float32 and cast to float64 (as the Inference Gym's models
+    are): its differences carry float32 round-off (~0.7 on a directional derivative of ~1), which a
+    float64 bound called a wrong gradient at every point; judged at float32's, the check is silent.
+    A stop_gradient that drops a gradient of ~100 (V's round-off bound is ~14) is still caught."""
+    def v32(p, stop=False):
+        x = p.astype(jnp.float32)
+        first = jax.lax.stop_gradient(x[0]) if stop else x[0]
+        c = 200.0 if stop else 0.5
+        return jnp.asarray(-(17000.0 + c * first ** 2 + 0.5 * jnp.sum(x[1:] ** 2)), jnp.float64)
+
+    pts = np.random.default_rng(3).normal(size=(4, 10))
+    check_gradient(from_logdensity(v32, jnp.zeros(10)), pts)
+    rows = directional_errors(from_logdensity(v32, jnp.zeros(10)), pts)
+    assert max(abs(dd - fd) for dd, fd, _ in rows) > 0.05  # the round-off is really there
+    with pytest.raises(TargetError, match="disagrees"):
+        check_gradient(from_logdensity(lambda p: v32(p, stop=True), jnp.zeros(10)), pts)
