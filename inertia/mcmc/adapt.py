@@ -44,6 +44,10 @@ from . import chains, frames
 from .chains import MAX_LEAPFROG
 from .kernels.base import Params
 from .kernels.exact import LENGTH_SPREAD
+from .start import start as _start
+from ..targets.base import TargetError, jitted
+from .warmup import fit_gaussian, SWITCH_KAPPA, whiten, LAPLACE_KAPPA, GaussianFit, good_laplace_fit
+from ..targets.mode import map_estimate
 
 TARGET_ACCEPT = 0.8
 STAGE1, STAGE2 = 150, 150  # equal: one compilation
@@ -375,8 +379,6 @@ def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
     T = params.step_size * params.num_leapfrog
     eps = params.alpha * params.step_size
     if to_new is not None:  # the same points, in the new frame's coordinates
-        from .start import start as _start
-
         k_start, key = jax.random.split(jnp.asarray(key))
         z = to_new(np.asarray(state.position, np.float64))
         state = _start(method, vg, z, np.asarray(jax.random.split(k_start, z.shape[0])))
@@ -394,8 +396,6 @@ def readapt(method, vg, state, key, params: Params, report: dict, to_new=None):
         if stage["late_divergences"] == 0 or not (h > 0 and math.isfinite(h)):
             break
     if not (h > 0 and math.isfinite(h)):  # dual averaging drove the step to 0: say why
-        from ..targets.base import TargetError
-
         raise TargetError(
             "the chains kept diverging and the step size adapted down to 0: the log density is "
             "-inf, NaN or discontinuous where the chains go (e.g. written as -inf outside a "
@@ -489,14 +489,10 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     VI fit where the Laplace fit is a poor frame; else up to frames.LAPLACE_DENSE_MAX_DIM the
     dense Laplace fit where it whitens the target, and otherwise diagonal or low-rank by the
     warm-up draws)."""
-    from .warmup import fit_gaussian
-
     if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
                            target_accept=target_accept, kind=frame, tune_step=tune_step)
     if precondition == "auto" and frame == "auto" and target.dim > frames.VI_FRAME_MAX_DIM:
-        from .warmup import SWITCH_KAPPA  # the dense range's test of a Laplace frame
-
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
                            target_accept=target_accept, kind=frame, tune_step=tune_step,
                            laplace_kappa=SWITCH_KAPPA)
@@ -508,9 +504,6 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
 def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tune_step):
     """The warm-up in the dense frame of a Gaussian fit: stage 1, the frame kept or refined by the
     draws' covariance, stage 2, the trajectory rule and the divergence raises."""
-    from .start import start as _start
-    from .warmup import whiten
-
     vg = frame_value_and_grad(target, fit.mean, fit.factor)
     d = target.dim
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
@@ -586,9 +579,6 @@ def _mode_or_none(target, x0):
     """(MAP, gradients, None), or (start point, gradients, why) where the mode search failed: it
     raised, or ended at a point where V or its gradient is not finite. A mode is a head start of
     the warm-up, never a requirement."""
-    from ..targets.base import jitted
-    from ..targets.mode import map_estimate
-
     try:
         mode, grads = map_estimate(target, x0)
         v, g = jitted(target, "value_and_grad")(_compile.device(mode, np.float64))
@@ -611,10 +601,6 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     warm-up. Up to frames.LAPLACE_DENSE_MAX_DIM (frame "auto") the dense Laplace fit at the MAP
     is tried first and taken when it whitens the target (`warmup.good_laplace_fit`, its whitened
     kappa_hat under `laplace_kappa`, None: warmup.LAPLACE_KAPPA)."""
-    from ..targets.base import jitted
-    from .start import start as _start
-    from .warmup import LAPLACE_KAPPA, GaussianFit, good_laplace_fit
-
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
     mode, grads, no_mode = _mode_or_none(target, x0)
@@ -741,7 +727,6 @@ def _frame_trial(method, target, fr, x, keys, h1, target_accept, costs=None) -> 
     effective sample at its tuned step size (`choose_trajectory`; `costs`:
     `frames.step_costs(target)`, computed where None), with what the warm-up continues from."""
     vg = frames.frame_value_and_grad(target, fr)
-    from .start import start as _start
 
     state = _start(method, vg, fr.to_z(x), keys["restart"])
     state, h2, stage, g, w2 = _stage2(method, vg, state, keys["stage2"][0], h1, 0.0, 0.0, T0,

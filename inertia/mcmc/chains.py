@@ -24,6 +24,7 @@ import numpy as np
 from .. import _compile
 from .kernels.base import Params
 from .kernels.exact import LENGTH_SPREAD
+from .frames import is_scaled
 
 BLOCK = 1000  # iterations per compiled block (sampling blocks; warm-up stages use a prefix)
 MAX_LEAPFROG = 256  # cap on the mean trajectory length (NUTS's default depth 10 allows 1023)
@@ -142,7 +143,6 @@ def run_block(method, vg, chains: Chains, key, t: Tuning):
         raise ValueError(f"a block runs at most {BLOCK} iterations, got {n}")
     if key is None:
         key = np.zeros(2, dtype=np.uint32)
-    from .frames import is_scaled
 
     chains, h, (pos, info) = program(method, flow, is_scaled(vg))(vg, chains, key, t)
     return chains, h, jax.tree_util.tree_map(lambda a: np.asarray(a)[:n], (pos, info))

@@ -44,6 +44,12 @@ import math
 import jax
 import numpy as np
 
+from .. import _compile
+from .._compile import jit
+from ..targets.base import Target, jitted
+from .batching import batched
+from .start import init_fn, start
+
 DENSE_MAX_DIM = 100  # up to this d the frame is dense (measured ahead of dense NUTS there; at d = 303
 # the low-rank frame took 7.6x fewer gradients per ESS than the dense one on a hierarchical logistic)
 # up to this d (auto) a Laplace fit that is a poor frame gives way to a short VI fit's dense
@@ -152,8 +158,6 @@ def value_and_grad_of(target):
     """jax.value_and_grad of the target's potential, one per target (compiled programs key on it),
     batched over the chains as `batching.batched` decides (one call per chain on the CPU for a
     large model that gathers or scatters; vmap otherwise)."""
-    from .batching import batched
-
     return batched(jax.value_and_grad(target.potential), target.dim, target.dtype)
 
 
@@ -168,8 +172,6 @@ def uses_dense(d: int, frame: str = "auto") -> bool:
 def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
     """E[v * (hess V(x) v)] over `probes` Rademacher vectors v: an unbiased estimate of
     diag hess V(x) (Bekas et al. 2007), in one batched call of `probes` HVPs."""
-    from .._compile import jit
-
     rng = np.random.default_rng(seed)
     V = rng.choice([-1.0, 1.0], size=(target.dim, probes))
     fn = jit(lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M))
@@ -191,8 +193,6 @@ def finite_start(method, vg, z0, keys, halvings: int = START_HALVINGS):
     """Chain states at z0 (chains, d) in a frame whose mean is the MAP: a chain whose gradient is
     not finite there moves halfway towards the mean (z = 0), at most `halvings` times; then
     `start.start`, which raises if one still is not. Chains that start finite keep z0."""
-    from .start import init_fn, start
-
     z = np.array(z0, dtype=np.float64)
     for _ in range(halvings):
         state = init_fn(method, vg)(z, keys)  # the same program at every call
@@ -234,8 +234,6 @@ GRAD_BATCH = 4  # draws per vmapped gradient call in `draws_gradients` (the chai
 
 @functools.lru_cache(maxsize=32)
 def _batched_grad(target):
-    from .._compile import jit
-
     def grads(x):
         return jax.lax.map(lambda r: value_and_grad_of(target)(r)[1], x, batch_size=GRAD_BATCH)
 
@@ -305,8 +303,6 @@ def confirmed_directions(target, frame: Frame, min_variance: float = STRETCH_MIN
     `min_variance`; one Hessian-vector product a direction. Where the Hessian is not positive along
     u it says nothing and lam is kept. Without directions (or an HVP) the frame is returned as it
     is."""
-    from ..targets.base import jitted
-
     r = frame.rank()
     if not r or target.hvp is None:
         return frame, 0
@@ -331,8 +327,6 @@ def step_costs(target) -> tuple:
     gradients of the target, from the flops XLA counts in its gradient (NORMAL_FLOPS a normal; the
     low-rank map's two d x r products 4 d a direction): the costs `adapt.choose_trajectory`
     weighs. (0, 0) off the CPU, or where the count is unavailable."""
-    from .. import _compile
-
     if jax.default_backend() != "cpu":
         return 0.0, 0.0
     try:
@@ -419,8 +413,6 @@ def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
     such noise, and on a near-Gaussian target its inverse is the largest variance."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
-    from ..targets.base import jitted
-
     flat = finite_rows(z)
     d = flat.shape[1]
     if target.hvp is None or flat.shape[0] == 0:  # nothing to probe: no cap
@@ -502,8 +494,6 @@ def is_scaled(vg) -> bool:
 
 def whiten(target, frame: Frame):
     """V_w(z) = V(m + F z) with gradient F^T grad V and HVP F^T hess V F v (no d x d matrix)."""
-    from ..targets.base import Target
-
     def hvp(z, v):
         return frame.transpose(target.hvp(frame.to_x(z), frame._inner(v, frame.root) * frame.scale))
 

@@ -14,13 +14,16 @@ import dataclasses
 import warnings
 
 import numpy as np
-from ..targets.reparam import find_sites, centredness, noncentred, reparameterise, describe
+from ..targets.reparam import (find_sites, centredness, noncentred, reparameterise, describe,
+                               describe_reparam)
 from .warmup import VI_WARMUP, _vi_fit, fit_gaussian
 from ..results.build import model_info
 from .. import _warnings
 from .kernels import get_method
 
 from ..verdict import Verdict
+from ..progress import progress as progress_bar
+from .adapt import TARGET_ACCEPT, verdict_problems
 
 MODES = ("auto", False)
 
@@ -71,9 +74,6 @@ def sample_reparameterised(sample, diagnose, target, sites, *, names, options, s
     """`sample(...)` on the rewritten model, the result in the original sites' coordinates
     (`names`: theirs; `diagnose`: `sample.diagnose_result`, passed in by the caller; `options`:
     the call's `SampleOptions`, without a start or given parameters)."""
-    from ..progress import progress as progress_bar
-    from ..targets.reparam import describe, describe_reparam
-
     if kw.get("progress"):  # one bar for the choice and the run: its phases say which runs
         kw["progress"] = progress_bar(f"sample {kw.get('method') or ''}".strip(), kw["progress"])
         kw["progress"].phase(f"rewrite ({', '.join(sorted(sites))}): a Gaussian fit of the "
@@ -158,8 +158,6 @@ def _diagnose(diagnose_result, target, res, target_accept):
     dg = diagnose_result(target, res)
     m = get_method(res.method)
     if m.adjusted and res.chains:
-        from .adapt import TARGET_ACCEPT, verdict_problems
-
         acc = TARGET_ACCEPT if target_accept is None else float(target_accept)
         dg.verdict = dg.verdict.merge(Verdict.of(verdict_problems(
             res.chains, acc, res.tuning, unconverged=not dg.converged)))

@@ -15,13 +15,17 @@ from .. import _compile, _cost, resources
 from .. import convergence
 from .._random import check_seed
 from .._scope import entry_point, float64_methods
-from ..progress import warn_long_run
+from ..progress import warn_long_run, progress as progress_bar
 from ..results.base import Result
 from ..verdict import Verdict
-from . import blocks
+from . import blocks, reparam_run
 from .adaptation import Report, Settings, get_scheme
 from .kernels import Params, get_method
 from .options import SampleOptions
+from .adapt import describe_adaptation
+from ..diagnostics import default_names, count_nonfinite_potential, diagnose
+from ..results.build import model_info
+from ..targets.reparam import describe_reparam
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -129,8 +133,6 @@ class SampleResult(Result):
         if self.tuning:
             lines.append("tuning: " + describe_tuning(self.tuning))
         if self.reparam:
-            from ..targets.reparam import describe_reparam
-
             lines.append(describe_reparam(self.reparam))
         if self.chains:
             c = self.chains
@@ -167,8 +169,6 @@ def _fmt_params(p: dict) -> str:
 def describe_tuning(t: dict) -> str:
     """One paragraph on how the warm-up chose the parameters."""
     if t.get("kind") == "adaptation":
-        from .adapt import describe_adaptation
-
         return describe_adaptation(t)
     tu = t["tuning"]
     cur = "; ".join(f"{c['where']}: [{c['min']:.3g}, {c['max']:.3g}]" for c in t["curvature"])
@@ -209,8 +209,6 @@ def describe_bias(b: dict, dg=None) -> str:
 
 def parameter_names(target, names=None) -> list:
     """Names of the coordinates: given names, target.info["names"], NumPyro sites, or x[i]."""
-    from ..diagnostics import default_names
-
     if names is not None:
         names = [str(n) for n in names]
         if len(names) != target.dim:
@@ -319,7 +317,6 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
     False: the model as written.
     """
     o = SampleOptions.of(options, keywords)
-    from . import reparam_run
 
     sites = reparam_run.applies(target, o.reparam, init=init, manual=o.manual)
     if sites:
@@ -335,7 +332,6 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
     names = parameter_names(target, names)
     scheme = get_scheme(m.warmup)  # the registry entry's warm-up
     split3 = np.asarray(_chain_keys(num_chains)(seed))  # host-side indexing compiles nothing
-    from ..progress import progress as progress_bar
 
     meter = _cost.Meter().start()  # compile seconds and wall time of this call (`result.cost`)
     bar = progress_bar(f"sample {m.name}", progress)
@@ -643,7 +639,6 @@ def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) ->
     num_steps = run.done * thinning
     info = {k: np.concatenate([i[k] for i in run.infos], axis=1) for k in run.infos[0]}
     counts = scheme.account(m, w, info, run.discarded, num_steps, num_chains)
-    from ..results.build import model_info
 
     return SampleResult(
         draws=_draws_x(run, w.pre), info=info, method=m.name,
@@ -662,8 +657,6 @@ def diagnose_result(target, res: SampleResult, table=None):
     labels, already made by `summary_draws`), with the potential checked at every kept draw (the
     exact kernel's recorded energies; other kernels: evaluated) and non-finite gradients counted
     from the per-step info."""
-    from ..diagnostics import count_nonfinite_potential, diagnose
-
     kept = res._kept(None)
     energy = res.info.get("energy") if res.thinning == 1 else None
     if energy is not None and np.shape(energy)[:2] == res.draws.shape[:2]:

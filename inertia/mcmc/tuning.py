@@ -13,7 +13,7 @@ from typing import Optional
 
 import numpy as np
 
-from .gaussian import GaussianDiagnostics
+from .gaussian import GaussianDiagnostics, chain_statistics
 from .kernels import get_method
 
 
@@ -112,8 +112,6 @@ def tune_ess(eigenvalues, method: str, *, bias_tol: float = 0.03, max_step: Opti
     h <= max_step. Returns the parameters, `tau` (gradients per effective sample of the worst
     direction, per chain), `sd_bias` (largest relative stationary sd error) and `rate`.
     """
-    from .gaussian import chain_statistics
-
     m_ = get_method(method)
     lam = np.sort(np.atleast_1d(np.asarray(eigenvalues, dtype=np.float64)))
     if not (lam[0] > 0 and np.all(np.isfinite(lam))):

@@ -27,6 +27,9 @@ import numpy as np
 from .. import _compile
 from ..targets.base import Target, TargetError
 from ..targets.whiten import whiten
+from ..targets.curvature import estimate_curvature, _bounds_from, spectrum_under, hessian_extremes
+from ..diagnostics import chain_stats
+from .tuning import tune_ess
 
 MAX_HALVINGS = 4
 # the Laplace-whitened target's estimated kappa from which the Laplace fit is a poor frame and
@@ -89,8 +92,6 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
 def _laplace(target: Target, seed: int, init=None):
     """(target with a compiled dense Hessian product, `estimate_curvature` at the MAP found from
     `init` (None: the target's start), its info, gradient evaluations with HVPs as 2)."""
-    from ..targets.curvature import estimate_curvature
-
     if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
         target = target.replace(hess_matmul_fn=_compile.jit(
             lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
@@ -131,8 +132,6 @@ def _whitened_kappa(target, mode, factor, seed):
     """(beta_hat / alpha_hat, HVPs, indefinite) of V(mode + factor z) at draws of N(0, I): the
     condition number the chains would see in the Laplace frame (the automatic VI switches method at
     the same value), and whether hess V was indefinite at any draw."""
-    from ..targets.curvature import _bounds_from, spectrum_under
-
     d = target.dim
     sp = spectrum_under(whiten(target, mode, factor), np.zeros(d), np.eye(d), 4, seed=seed)
     if not sp["lambda_max"]:
@@ -175,8 +174,6 @@ class Curvature:
 
     def add(self, wtarget: Target, points):
         """Add hess V_w at every finite point; returns (min, max) eigenvalue over these points."""
-        from ..targets.curvature import hessian_extremes
-
         lo, hi = [], []
         for z in np.asarray(points):
             if not np.all(np.isfinite(z)):
@@ -220,8 +217,6 @@ def moments_check(a, b, bias_tol: float, alpha: float = 1e-3) -> dict:
     """
     from scipy.stats import chi2
 
-    from ..diagnostics import chain_stats
-
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         return {"passed": False, "excess": float("inf"), "reason": "non-finite warm-up draws"}
     sa, sb = (chain_stats(v, ("mcse_mean", "mcse_sd")) for v in (a, b))
@@ -254,8 +249,6 @@ def run_warmup(target: Target, method, num_chains: int, key, *, precondition: st
                bias_tol: float = 0.03, init=None, runner=None, seed: int = 0):
     """The whole warm-up; `runner(wtarget, params, state, key, steps) -> (state, draws, diverged)`
     runs the chains. Returns (whitened target, fit, params dict, states, report)."""
-    from .tuning import tune_ess
-
     fit = fit_gaussian(target, precondition, seed=seed)
     wt = whiten(target, fit.mean, fit.factor)
     d = target.dim

@@ -11,7 +11,7 @@ import pytest
 import inertia  # noqa: F401
 from inertia.cli import main
 from inertia.mcmc import REGISTRY, sample
-from inertia.cli.sample import METHODS
+from inertia._names import MCMC_METHODS as METHODS
 from inertia.mcmc.gaussian import chain_statistics
 from inertia.mcmc.tuning import tune_ess
 from inertia.targets import from_potential, kappa_family
@@ -247,7 +247,7 @@ def test_beyond_the_vi_frame_range_a_poor_laplace_fit_gives_way_to_the_scaled_fr
     import arviz as az
     from scipy import integrate
 
-    from inertia.mcmc import frames, warmup
+    from inertia.mcmc import adapt, frames, warmup
 
     t = from_potential(lambda x: 0.5 * jnp.sum(x * x) + 0.25 * jnp.sum(x**4), 8, name="quartic-8")
     monkeypatch.setattr(frames, "VI_FRAME_MAX_DIM", 4)
@@ -255,6 +255,7 @@ def test_beyond_the_vi_frame_range_a_poor_laplace_fit_gives_way_to_the_scaled_fr
     assert good["precondition"].startswith("laplace")
     assert good["fit"]["why"].startswith("d = 8 > 4, <= 300: the Laplace fit whitens"), good["fit"]
     monkeypatch.setattr(warmup, "SWITCH_KAPPA", 1.0)
+    monkeypatch.setattr(adapt, "SWITCH_KAPPA", 1.0)  # the value the warm-up's rule imported
     res = sample(t, num_steps=1000, seed=0)
     tun = res.tuning
     assert tun["precondition"] in ("diagonal frame", "low-rank frame (rank 1)"), tun["precondition"]
@@ -304,12 +305,12 @@ def test_a_failing_laplace_fit_leaves_the_scaled_frames(monkeypatch):
     says so and the warm-up goes on in the scaled frames: the try is an optimisation, never a new
     way for sample to fail."""
     from inertia.mcmc import warmup
-    from inertia.targets import curvature, from_potential
+    from inertia.targets import from_potential
 
     def broken(*a, **k):
         raise np.linalg.LinAlgError("Matrix is not positive definite")
 
-    monkeypatch.setattr(curvature, "estimate_curvature", broken)
+    monkeypatch.setattr(warmup, "estimate_curvature", broken)
     d = 120
     t = from_potential(lambda x: 0.5 * jnp.sum(x**2), d, name="gauss-120")
     fit, grads, why = warmup.good_laplace_fit(t, np.zeros(d), seed=0)

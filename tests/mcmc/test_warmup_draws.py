@@ -7,7 +7,6 @@ import pytest
 
 from inertia.mcmc import adapt, sample
 from inertia.targets import kappa_family
-from inertia.targets import mode as mode_module
 
 
 def test_frame_moved_reads_nutpies_scale_change():
@@ -41,7 +40,7 @@ def test_failed_mode_search_warms_up_from_dispersed_draws(monkeypatch):
     def fails(target, x0, *a, **k):
         raise ArithmeticError("no mode")
 
-    monkeypatch.setattr(mode_module, "map_estimate", fails)
+    monkeypatch.setattr(adapt, "map_estimate", fails)
     t = kappa_family(10, 30.0)  # N(1, P^-1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

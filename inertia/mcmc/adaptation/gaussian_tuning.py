@@ -9,8 +9,11 @@ import numpy as np
 
 from ... import _compile
 from .. import blocks, gradcheck
+from ..gaussian import GaussianDiagnostics
 from ..kernels.base import Params
 from ..start import start as _start
+from ..tuning import default_parameters
+from ..warmup import BLOCK, run_warmup
 from .base import (Accounting, Report, Scheme, initial_positions, never, no_problems, no_readapt,
                    no_summary)
 
@@ -44,8 +47,6 @@ def resolve_params(target, method: Method, step_size=None, gamma=None, alpha=Non
     """Fill parameters left as None with `tuning.default_parameters` (from the curvature bounds)."""
     if step_size is None or (gamma is None and "gamma" in method.uses) or (
             alpha is None and "alpha" in method.uses):
-        from ..tuning import default_parameters
-
         d = default_parameters(target, method.name)
         step_size = d["step_size"] if step_size is None else step_size
         gamma = d.get("gamma") if gamma is None else gamma
@@ -61,8 +62,6 @@ def check_stability(target, method: Method, params: Params):
         raise ValueError(f"{method.name}: {msg}")
     info = getattr(target, "info", None) or {}
     if "precision" in info and method.transition is not None and target.dim <= 2000:
-        from ..gaussian import GaussianDiagnostics
-
         rho = GaussianDiagnostics(target).contraction_rate(
             method, step_size=params.step_size, gamma=params.gamma, alpha=params.alpha)
         if not rho < 1.0:
@@ -78,7 +77,6 @@ def _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed):
     if m.transition is None:
         raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
                          "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")
-    from ..warmup import BLOCK, run_warmup
 
     zeros = np.zeros(num_chains, dtype=np.int64)
 
@@ -115,7 +113,6 @@ def _gaussian_bias(target, m, params):
     info = getattr(target, "info", None) or {}
     if "precision" not in info or m.transition is None or target.dim > 2000:
         return None
-    from ..gaussian import GaussianDiagnostics
 
     diag = GaussianDiagnostics(target)
     try:
