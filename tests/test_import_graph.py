@@ -165,7 +165,6 @@ LAYERS = ({"data"}, {"targets"},
 # arrows up that remain, each through a file of the sampler's warm-up or an entry point that
 # escalates from VI to the sampler (a workflow); new ones fail this test
 KNOWN_UPWARD = {("inertia.mcmc.warmup", "inertia.vi.fit"),
-                ("inertia.targets.mode", "inertia.mcmc.frames"),
                 ("inertia.vi.ensure", "inertia.mcmc.reparam_run"),
                 ("inertia.vi.ensure", "inertia.mcmc.sample"),
                 ("inertia.vi.escalate", "inertia.mcmc.sample")}
