@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ..plots import plot_fit
 from ..targets.zoo import make_target
-from ..vi.ensure import fit
-from ..vi.registry import METHODS
-from ..vi.result import report_text
+from ..workflows.fit import fit
+from ..variational.registry import METHODS
+from ..variational.result import report_text
 from ._args import check_outputs
 
 

@@ -31,7 +31,7 @@ def _info(res) -> dict:
 
 def _flat(res) -> dict:
     """The unconstrained moments, labelled as unconstrained coordinates."""
-    cov = res.cov  # the factor family's FactorCovariance in its factor form (vi.factor)
+    cov = res.cov  # the factor family's FactorCovariance in its factor form (variational.factor)
     return {"names": list(coordinate_names(res)), "mean": np.asarray(res.mean).tolist(),
             "cov": cov.to_dict() if hasattr(cov, "to_dict") else np.asarray(cov).tolist()}
 

@@ -122,7 +122,7 @@ def budget_verdict(rec, rule, num_steps: int) -> Verdict:
 
 
 def with_quality(verdict: Verdict, quality: dict) -> Verdict:
-    """The verdict with the approximation's quality (`vi.quality`): its word and numbers (Pareto
+    """The verdict with the approximation's quality (`variational.quality`): its word and numbers (Pareto
     k-hat, PSIS ESS); `converged` (the optimiser's) kept."""
     return dataclasses.replace(verdict.with_numbers(pareto_khat=quality["khat"],
                                                     psis_ess=quality["ess"]),
