@@ -472,7 +472,7 @@ def _frame_fn(vg):
 
 def is_scaled(vg) -> bool:
     """Whether a chains' (V, grad V) is a diagonal or low-rank frame's (`frame_value_and_grad`):
-    their kernel skips the refresh normals at gamma = 0 (`kernels.exact.langevin_trajectory`,
+    their kernel skips the refresh normals at gamma = 0 (`kernels.adjusted_hfhr.langevin_trajectory`,
     lean), which the dense frame's chains keep drawing (their numbers stay bit for bit)."""
     return bool(getattr(getattr(vg, "func", None), "scaled_frame", False))
 
