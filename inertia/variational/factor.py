@@ -297,8 +297,6 @@ def _result_class():
 
         def sample(self, key, num: int) -> np.ndarray:
             """(num, d) draws m + B z + D eps of q ((z, eps) standard normals of length r + d)."""
-            from .._random import host_normal
-
             xi = np.asarray(host_normal(key, (num, self.dim + self.cov.rank)), np.float64)
             return self.cov.draws(np.asarray(self.mean), xi)
 

@@ -10,13 +10,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import _cost, _warnings
+from .. import _cost, _warnings, _prefetch
 from .._random import check_seed
 from .._scope import entry_point
 from ..targets.base import Target
 from . import verdict as verdicts
 from .auto import (DEFAULT_METHOD, Prepared, choose_method, default_batch, prepare,
-                   warn_small_batch)
+                   warn_small_batch, whiten_start, unwhiten)
 from ..progress import warn_long_run, progress as progress_bar
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_fixed_run, check_hessian, check_memory
@@ -27,6 +27,7 @@ from .result import FitResult, hitting_step
 from .runner import Runner
 from .factor import choose_family, fit_family
 from ..results.build import model_info
+from .quality import assess
 
 
 def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int] = None,
@@ -74,7 +75,6 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     opts, method_options = split(options, keywords, m_spec)
     quality = opts.quality or opts.ensure is not None  # escalation needs the check
     if quality:  # PSIS (variational.quality) needs ArviZ at the end: import it meanwhile
-        from .. import _prefetch
 
         _prefetch.module("arviz")
     opts = resolve(opts, target, m_spec, auto_method or target.alpha is None
@@ -99,8 +99,6 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     target, init = prep.target, prep.init
     wh = None
     if opts.whiten and init is not None and target.expectations is None:
-        from .auto import whiten_start
-
         out = whiten_start(target, init, seed=seeds[0])
         if out is not None:
             target, init, wh = out
@@ -181,8 +179,6 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
                            "reason": res.verdict.numbers["stop"]})
         _warnings.warn(f"{res.method}: {res.verdict.line()}", RuntimeWarning)
     if wh is not None:
-        from .auto import unwhiten
-
         res.events.insert(0, {"event": "whitened", "step": 0, "log_det": wh.log_det,
                               "alpha": target.alpha, "beta": target.beta})
         if chosen is not None:
@@ -191,8 +187,6 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
     res.dtype = dtype
     res.model_info = model_info(source)
     if quality:
-        from .quality import assess
-
         res.quality, res.quality_weights = assess(source, res)
         res.verdict = verdicts.with_quality(res.verdict, res.quality)
     return res

@@ -16,6 +16,8 @@ from ..results.build import fit_summary
 from ..verdict import Verdict
 from ..posterior import format_table
 from .quality import corrected_rows, resample
+from ..targets.reparam import describe_reparam
+from .._cost import describe
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -234,8 +236,6 @@ def report_text(res, out, total) -> str:
         lines.append(f"stopped at update {v.numbers['step']}: "
                      + (v.numbers["stop"] if v.converged else v.line()))
     if getattr(res, "reparam", None):
-        from ..targets.reparam import describe_reparam
-
         lines.append(describe_reparam(res.reparam))
     for e in res.events:
         if e["event"] == "reparameterised":
@@ -251,8 +251,6 @@ def report_text(res, out, total) -> str:
         q = res.quality
         lines.append(q["message"])
     if getattr(res, "cost", None):
-        from .._cost import describe
-
         lines.append(describe(res.cost))
     lines.append("posterior (Gaussian approximation; constrained marginals"
                  + ("; *_psis columns importance-corrected (PSIS)"
