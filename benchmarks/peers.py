@@ -29,7 +29,7 @@ inertia.config.enable_x64()  # this script's own JAX arrays (and peers') in floa
 import inertia  # noqa: F401  (float64)
 from inertia import vi
 from inertia.targets.zoo import make_target
-from inertia.vi.multistage import fit_multistage
+from inertia.variational.multistage import fit_multistage
 
 THRESHOLDS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6)
 CHECKPOINTS = 100

@@ -45,7 +45,7 @@ def _time_pair(f, a, g, b, repeats=7, clock=time.perf_counter):
 
 def eigh_per_update(target, method, b, keys):
     """Eigendecompositions Algorithm 3's projections actually make per update (0 for other methods)."""
-    from inertia.vi.algorithms import projected_sym
+    from inertia.variational.algorithms import projected_sym
 
     count = []
     plain = projected_sym.project_spectrum

@@ -17,6 +17,8 @@ import functools
 
 import jax
 
+from ._compile import per_target
+
 
 @contextlib.contextmanager
 def scope():
@@ -32,8 +34,6 @@ def entry_point(driver: str | None = None, hot_length=None):
     def wrap(fn):
         inner = fn
         if driver is not None:
-            from ._compile import per_target
-
             inner = per_target(driver, hot_length)(fn)
 
         @functools.wraps(fn)

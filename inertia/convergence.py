@@ -66,13 +66,6 @@ def _arviz_without_stamp():
     return arviz
 
 
-def quiet_arviz_notice() -> None:
-    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide: for the
-    `inertia` command's own process only (a background import cannot scope it)."""
-    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
-                            category=FutureWarning, module="arviz")
-
-
 STATS = ("rhat", "ess_bulk", "ess_tail", "mcse_mean", "mcse_sd")
 _LAST = threading.local()  # per thread: (fingerprint, stats so far) of the last draws summarised
 
@@ -448,6 +441,6 @@ def run_until_converged(advance: Callable[[int], None], first: int, rule: StopRu
             on_extend(goal, j)
 
 
-__all__ = ["chain_stats", "STATS", "ess_bulk", "quiet_arviz_notice", "StopRule", "Judgement",
+__all__ = ["chain_stats", "STATS", "ess_bulk", "StopRule", "Judgement",
            "run_until_converged", "chains_disagree", "Disagreement", "DISAGREE_LEVEL", "RHAT_MAX",
            "ESS_MIN", "ONE_CHAIN", "finite_min"]

@@ -14,8 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .convergence import (ESS_MIN, ONE_CHAIN, RHAT_MAX, chain_stats,  # noqa: F401
-                          quiet_arviz_notice)
+from .convergence import ESS_MIN, ONE_CHAIN, RHAT_MAX, chain_stats  # noqa: F401
 from .verdict import Verdict
 from .targets.base import BATCH, potential_on_rows
 

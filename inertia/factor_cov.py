@@ -1,4 +1,4 @@
-"""The factor-form covariance Sigma = B B^T + diag(D^2) of the factor family (`vi.factor`): its
+"""The factor-form covariance Sigma = B B^T + diag(D^2) of the factor family (`variational.factor`): its
 log-determinant, quadratic form, density and draws in O(d r) memory, without the d x d matrix."""
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ class Verdict:
     """converged: no problem was found; problems: each reason in plain language; numbers: the
     figures the checks compared with their thresholds (R-hat, ESS, divergences, a fit's stop:
     `stop` the reason, `step`, ...); quality: a fitted Gaussian's quality as an answer
-    ("adequate", "usable with correction", "unreliable": `vi.quality`; None where not judged),
+    ("adequate", "usable with correction", "unreliable": `variational.quality`; None where not judged),
     beside `converged`, which is the optimiser's."""
 
     converged: bool

@@ -117,9 +117,9 @@ def test_argument_errors_are_one_line(argv, words, capsys):
 
 
 def test_output_paths_checked_before_the_run(tmp_path, monkeypatch, capsys):
-    import inertia.vi  # noqa: F401
+    from inertia.cli import fit as fit_command
 
-    monkeypatch.setattr(sys.modules["inertia.vi.ensure"], "fit", lambda *a, **k: pytest.fail("must not run"))
+    monkeypatch.setattr(fit_command, "fit", lambda *a, **k: pytest.fail("must not run"))
     blocker = tmp_path / "file"
     blocker.write_text("x")
     base = ["fit", "--model", "gaussian-kappa", "--method", "stl-proj", "--quiet"]
@@ -247,7 +247,7 @@ def test_bom_and_drop_missing_reach_the_model_with_every_predictor(tmp_path, com
                                                                     monkeypatch):
     import inertia.mcmc  # noqa: F401
     import inertia.sgmcmc  # noqa: F401
-    import inertia.vi  # noqa: F401
+    from inertia.cli import calibrate as calibrate_command, fit as fit_command, sample as sample_command
 
     seen = {}
 
@@ -260,9 +260,9 @@ def test_bom_and_drop_missing_reach_the_model_with_every_predictor(tmp_path, com
         seen["n"] = getattr(target, "num_obs", None)
         raise Stop
 
-    monkeypatch.setattr(sys.modules["inertia.vi.ensure"], "fit", fake)
-    monkeypatch.setattr(sys.modules["inertia.mcmc.sample"], "sample", fake)
-    monkeypatch.setattr(sys.modules["inertia.sgmcmc.calibrate"], "calibrate", fake)
+    monkeypatch.setattr(fit_command, "fit", fake)  # the commands' own names
+    monkeypatch.setattr(sample_command, "sample", fake)
+    monkeypatch.setattr(calibrate_command, "calibrate", fake)
     bom = _binary_csv(tmp_path / "bom.csv", prefix="\ufeff")
     with pytest.raises(Stop):
         main(_commands(bom)[command])
@@ -377,7 +377,7 @@ def test_seeds_alike_in_every_entry_point():
 
 
 def test_sample_cli_follows_the_api_defaults(monkeypatch):
-    import inertia.mcmc  # noqa: F401
+    from inertia.cli import sample as sample_command
 
     seen = []
 
@@ -388,7 +388,7 @@ def test_sample_cli_follows_the_api_defaults(monkeypatch):
         seen.append({k: kw[k] for k in ("num_steps", "target_ess", "max_steps")})
         raise Stop
 
-    monkeypatch.setattr(sys.modules["inertia.mcmc.sample"], "sample", fake)
+    monkeypatch.setattr(sample_command, "sample", fake)
     base = ["sample", "--dim", "3", "--quiet"]
     for extra in ([], ["--steps", "50"], ["--steps", "50", "--target-ess", "200"],
                   ["--target-ess", "0"]):

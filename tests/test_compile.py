@@ -172,7 +172,7 @@ def test_device_puts_host_arrays_without_compiling():
 
 
 def test_fit_sizes_its_block_tier_by_the_default_batch(monkeypatch):
-    from inertia.vi.fit import _block_length
+    from inertia.variational.fit import _block_length
 
     monkeypatch.delenv("INERTIA_COMPILE", raising=False)
     assert _block_length(gaussian(np.zeros(4), np.eye(4)), {}, 1.0) == 1.0  # batch 8

@@ -66,7 +66,7 @@ def test_the_verdicts_thresholds_are_the_codes():
 
 def test_the_automatic_switch_thresholds_are_the_codes():
     from inertia.mcmc import warmup
-    from inertia.vi import auto
+    from inertia.variational import auto
 
     hits = _found(r"(κ̂|kappa_hat|estimated kappa) (?:≥|>=) ([0-9][0-9e^.,⁰¹²³⁴⁵⁶⁷⁸⁹]*)")
     assert len(hits) >= 4

@@ -96,7 +96,7 @@ def test_compile_times_worded_apart():
     assert "compile of all programs 19.4 s" in line
     from inertia.targets import kappa_family
     from inertia.vi import fit
-    from inertia.vi.result import report_text
+    from inertia.variational.result import report_text
 
     res = fit(kappa_family(3, 10.0), "stl-proj", num_steps=40)
     out = res.to_dict()

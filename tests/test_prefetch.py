@@ -111,7 +111,7 @@ def test_the_sample_command_imports_arviz_only_to_save_and_in_the_background(tmp
 def test_the_arviz_refactor_notice_is_ignored_and_nothing_else():
     import warnings
 
-    from inertia.diagnostics import quiet_arviz_notice
+    from inertia.cli._process import quiet_arviz_notice
 
     notice = ("\nArviZ is undergoing a major refactor to improve flexibility and extensibility "
               "while maintaining a user-friendly interface.")

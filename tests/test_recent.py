@@ -30,7 +30,7 @@ def test_a_loop_of_fits_on_new_targets_frees_all_but_the_kept(monkeypatch):
     from inertia.targets import base, from_potential
     from inertia.vi import fit
 
-    objective = importlib.import_module("inertia.vi.objective")
+    objective = importlib.import_module("inertia.variational.objective")
 
     for cache in (base._JIT_CACHE, base._BATCHED, base._CAST_CACHE, objective._cache):
         monkeypatch.setattr(cache, "kept", 2)

@@ -82,7 +82,7 @@ def test_the_verdict_alone_sets_the_exit_status(verdict, tmp_path, monkeypatch, 
     from inertia.cli import main
     from inertia.mcmc.sample import SampleResult
     from inertia.sgmcmc.calibrate import CalibrationResult
-    from inertia.vi.result import FitResult
+    from inertia.variational.result import FitResult
 
     for cls in (FitResult, SampleResult, CalibrationResult):  # FitResult's: set by the run, kept
         monkeypatch.setattr(cls, "verdict", property(lambda self: verdict, lambda self, v: None),

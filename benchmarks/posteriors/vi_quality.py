@@ -72,7 +72,7 @@ def judged(res, rows, ref):
 def one(name, refs, check_seeds=1):
     import dataclasses
 
-    import inertia.vi.quality as quality
+    import inertia.variational.quality as quality
     from inertia.vi import fit
 
     post = load(name)

@@ -284,7 +284,7 @@ def inertia_fit(**kwargs):
         d = entry.dim
         kw = dict(kwargs)
         if "num_steps" not in kw:  # the target's gradient budget (as for every method)
-            from inertia.vi.auto import default_batch
+            from inertia.variational.auto import default_batch
 
             kw["num_steps"] = max(50, cfg["budget"] // kw.get("batch_size",
                                                           default_batch("stl-proj", d)))

@@ -1,9 +1,9 @@
 """Command line: `inertia fit | sample | calibrate | reproduce`.
 
-`main` assembles the commands, one module each in this package (`add_parser(subparsers)` sets a
-`func(args) -> int`), and turns what they raise into one line and an exit status. Parsing imports
-no JAX: the commands take their choices from `inertia._names` and import the library inside
-`func`, so `--help`, `--version` and argument errors answer at once.
+`main` parses the command line (`_parsers`: argparse and names only, no JAX, so that `--help`,
+`--version` and argument errors answer at once), then runs the command: its module in this package
+(`fit`, `sample`, `calibrate`, `reproduce`), loaded then, and turns what it raises into one line and
+an exit status.
 """
 from __future__ import annotations
 
@@ -12,24 +12,24 @@ import gc
 import os
 import sys
 
-from . import calibrate, fit, reproduce, sample
+from .. import __version__
+from . import reproduce
 from ._args import Formatter
+from ._parsers import add_calibrate, add_fit, add_sample
 from ._process import EXIT_INTERRUPTED, INTERRUPT, float64, interrupt_line, own_process
 
-COMMANDS = (fit, sample, calibrate, reproduce)
+COMMANDS = (add_fit, add_sample, add_calibrate, reproduce.add_parser)
 EXIT_ERROR = 2
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a process its closed pipe ended
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from inertia import __version__
-
     parser = argparse.ArgumentParser(prog="inertia", description=__doc__.splitlines()[0],
                                      formatter_class=Formatter)
     parser.add_argument("--version", action="version", version=f"inertia {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(sub)
+    for add_parser in COMMANDS:
+        add_parser(sub)
     return parser
 
 

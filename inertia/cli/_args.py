@@ -4,6 +4,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .. import _prefetch
+from .._io import check_name_length, output_path, same_file
+
 
 class Formatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows each option's default, unless its help already states it or there is none to show
@@ -72,8 +75,6 @@ def add_quiet(p) -> None:
 def check_output_file(path, option: str, regular: bool = False) -> None:
     """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
     device or FIFO; a symbolic link counts as its target); else ValueError."""
-    from inertia._io import check_name_length, output_path
-
     check_name_length(path, option)
     path = output_path(path, option, regular=regular)
     _check_folder(path.parent, option, f"the folder of {path}")
@@ -83,9 +84,6 @@ def check_outputs(pairs) -> None:
     """Before a run: each (option, path) with a path can be written (`check_output_file`; --save
     must be a regular file) and no two options name one file; else ValueError. A --save starts
     ArviZ's import (it writes the netCDF) in the background (`inertia._prefetch`)."""
-    from inertia import _prefetch
-    from inertia._io import same_file
-
     given = [(o, p) for o, p in pairs if p is not None and str(p) != "-"]
     for option, path in given:
         check_output_file(path, option, regular=option == "--save")

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
+
+from .. import _cache, _prefetch
 
 EXIT_INTERRUPTED = 130
 
@@ -64,27 +67,27 @@ def watch_interrupts(args, grace: float = 2.0) -> None:
     threading.Thread(target=watch, name="inertia-sigint", daemon=True).start()
 
 
+def quiet_arviz_notice() -> None:
+    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide: for the
+    `inertia` command's own process only (a background import cannot scope it)."""
+    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                            category=FutureWarning, module="arviz")
+
+
 def own_process(args, prefix: str) -> None:
     """Process-wide settings of the `inertia` command, its own process (never of a call of `main`
     from Python): float64 and JAX's compilation cache (through JAX's environment variables while
     JAX is not imported, so that argument errors answer without it), the interrupt watcher, and
     warnings printed as one line each, and one thread for each BLAS pool (XLA runs threads of its
     own; spinning BLAS workers beside them slow a run on shared cores: benchmarks/blas_threads.py)."""
-    import warnings
-
     import scipy.linalg.cython_lapack  # noqa: F401  (loads the OpenBLAS XLA's CPU LAPACK calls)
     from threadpoolctl import threadpool_limits
-
-    from inertia import _cache
 
     if "jax" in sys.modules:
         sys.modules["jax"].config.update("jax_enable_x64", True)
     else:
         os.environ["JAX_ENABLE_X64"] = "1"
     no_cache = _cache.command_caches()
-    from inertia import _prefetch
-    from inertia.diagnostics import quiet_arviz_notice
-
     _prefetch.allow()  # what the end needs imported in the background, where a core is free
     quiet_arviz_notice()
     watch_interrupts(args)

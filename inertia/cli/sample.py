@@ -1,20 +1,20 @@
-"""`inertia sample`: exact (Metropolis-adjusted) HFHR by default, or the unadjusted HFHR / KLMC / ULA
-schemes (fast, biased by O(h)), on a built-in model, tuned automatically, with diagnostics.
-
-Exit status: 0 when every parameter has R-hat <= 1.01 and bulk ESS >= 100 and no draw has a
-non-finite potential or gradient; 3 when not (unless --allow-unconverged); 2 on errors.
+"""`inertia sample`: build the model, run the sampler, print and write the result (the options and
+the exit statuses: `_parsers.SAMPLE`, `_parsers.add_sample`).
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+import warnings
 
 import numpy as np
 
-MODELS = ("gaussian-kappa", "logistic", "probit", "graph-probit")
-# the registry's names, listed here so that parsing needs no JAX (tests check they agree)
-METHODS = ("hfhr-exact", "hfhr", "hfhr-split", "klmc", "ula", "hfhr-rm", "uld-rm")
+from .._json import to_jsonable
+from ..mcmc.gaussian import GaussianDiagnostics
+from ..mcmc.kernels import REGISTRY
+from ..mcmc.sample import rediagnose, sample
+from ..targets import kappa_family, make_target
+from ._args import check_outputs
 
 
 def build_model(args):
@@ -25,26 +25,15 @@ def build_model(args):
         if args.data is not None or args.response is not None:
             raise ValueError("--data and --response apply to logistic, probit, graph-probit and "
                              "model files; gaussian-kappa takes --dim and --kappa")
-        from inertia.targets import kappa_family
-
         return kappa_family(args.dim, args.kappa, seed=args.model_seed), None
     if args.model in ("logistic", "probit") and not args.data:
         raise ValueError(f"--model {args.model} needs --data NAME or PATH.csv (e.g. wdbc, german)")
-    from inertia.targets import make_target
-
     target = make_target(args.model, data=args.data, prior_scale=args.prior_scale,
                          response=args.response, drop_missing=args.drop_missing)
     return target, None
 
 
-def _run(args) -> int:
-    import warnings
-
-    from inertia.mcmc.kernels import REGISTRY
-    from inertia.mcmc.sample import sample
-
-    from ._args import check_outputs
-
+def run(args) -> int:
     check_outputs((("--json", args.json), ("--save", getattr(args, "save", None))))
     target, names = build_model(args)
     # the API's rules (inertia.mcmc.sample): --steps alone runs exactly that many steps
@@ -70,8 +59,6 @@ def _run(args) -> int:
     mean, cov = res.moments(burn)
     dg = res.diagnostics
     if burn is not None and burn != res.burn_in_default:
-        from inertia.mcmc.sample import rediagnose
-
         dg = rediagnose(target, res, burn, args.target_accept)
     out = {"model": target.name, "method": res.method, "params": res.params,
            "chains": res.num_chains, "steps": res.num_steps, "thinning": res.thinning,
@@ -92,8 +79,6 @@ def _run(args) -> int:
     info = getattr(target, "info", {}) or {}
     manual = res.tuning is None
     if manual and "precision" in info and REGISTRY[res.method].transition is not None:
-        from inertia.mcmc.gaussian import GaussianDiagnostics
-
         diag = GaussianDiagnostics(target)
         out["w2"] = diag.w2_curve(res.method, num_steps=res.num_steps, **res.params)
         out["w2_note"] = ("exact W2 between the chain's law at step k = 0..steps (q0 ~ N(0, I), "
@@ -104,9 +89,7 @@ def _run(args) -> int:
     if "mean" in info:
         out["mean_error"] = float(np.linalg.norm(mean - np.asarray(info["mean"])))
     if args.json is not None:
-        from inertia._json import to_jsonable as _to_jsonable
-
-        text = json.dumps(_to_jsonable(out))
+        text = json.dumps(to_jsonable(out))
         if args.json == "-":
             print(text)
         else:
@@ -124,93 +107,3 @@ def _run(args) -> int:
                   f"{out['contraction_rate']:.6g}/step")
     return res.verdict.exit(args.allow_unconverged, "the chains have",
                             "Run longer (--target-ess, --max-steps), lower --bias-tol")
-
-
-def _positive_int(text):
-    v = int(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return v
-
-
-def _fraction(text):
-    v = float(text)
-    if not 0.0 <= v < 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return v
-
-
-def add_parser(subparsers):
-    """Add `inertia sample` to the top-level parser."""
-    from ._args import add_allow_unconverged, add_chains, add_drop_missing, add_quiet, add_seed
-
-    p = subparsers.add_parser(
-        "sample", help="sample a model with exact HFHR, or unadjusted HFHR, KLMC or ULA (tuned "
-                       "automatically, diagnosed)",
-        description=__doc__, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", default="gaussian-kappa", metavar="MODEL",
-                   help=f"one of {', '.join(MODELS)}, or FILE.py:NAME (a NumPyro model, a "
-                        "pm.Model, or a log density NAME(params, data) with NAME_init)")
-    p.add_argument("--dim", type=_positive_int, default=10, help="gaussian-kappa: dimension")
-    p.add_argument("--kappa", type=float, default=100.0, help="gaussian-kappa: condition number")
-    p.add_argument("--model-seed", type=int, default=0, help="gaussian-kappa: rotation seed")
-    p.add_argument("--data", default=None,
-                   help="built-in data set name (e.g. wdbc), a CSV path (GLM predictors), or for a "
-                        "model file a data file of named arrays (.json in Stan's convention, "
-                        ".npz, .parquet, .csv)")
-    p.add_argument("--response", default=None, help="response column of a CSV --data (GLMs)")
-    add_drop_missing(p)
-    p.add_argument("--prior-scale", type=float, default=1.0, help="logistic/probit: prior sd")
-    p.add_argument("--method", choices=METHODS, default="hfhr-exact",
-                   help="sampler: hfhr-exact (Metropolis-adjusted, exact) or an unadjusted scheme "
-                        "(fast, biased by O(h))")
-    p.add_argument("--step-size", type=float, default=None,
-                   help="step h; when h, gamma and alpha are all omitted a warm-up chooses them "
-                        "(hfhr-exact: dual averaging to --target-accept and gradients per ESS; the "
-                        "unadjusted schemes: exact-Gaussian tuning, h vs h/2 bias check; see "
-                        "docs/hfhr.md)")
-    p.add_argument("--gamma", type=float, default=None, help="friction (kinetic methods)")
-    p.add_argument("--alpha", type=float, default=None, help="HFHR coefficient alpha >= 0")
-    p.add_argument("--num-leapfrog", type=float, default=None,
-                   help="hfhr-exact: mean leapfrog steps per trajectory (with --step-size)")
-    p.add_argument("--target-accept", type=float, default=None,
-                   help="hfhr-exact warm-up: acceptance rate the step size is tuned to (0.8)")
-    p.add_argument("--precondition", choices=("auto", "laplace", "vi", "none"), default="auto",
-                   help="warm-up preconditioner x = m + L z: auto (Laplace; VI where the Laplace "
-                        "fit is unusable), laplace, vi (inertia.vi.fit, costlier), none")
-    p.add_argument("--no-reparam", action="store_true",
-                   help="NumPyro models: run the model as written (by default location-scale "
-                        "sites whose loc or scale depends on other latent sites run partially "
-                        "non-centred, the centredness chosen by a Gaussian fit; draws and tables "
-                        "stay those of the original sites)")
-    p.add_argument("--bias-tol", type=float, default=0.03,
-                   help="warm-up: largest relative stationary sd error allowed on the tuning Gaussian")
-    add_chains(p, _positive_int)
-    p.add_argument("--steps", type=_positive_int, default=None,
-                   help="steps per chain after warm-up: exactly this many, or the first block "
-                        "with --target-ess (default: a first block of 1000 steps, run on until "
-                        "bulk ESS >= 400 and R-hat <= 1.01)")
-    p.add_argument("--target-ess", type=float, default=None,
-                   help="run until every parameter has bulk ESS >= this and R-hat <= 1.01 "
-                        "(default 400 without --steps, none with it; 0: exactly --steps steps)")
-    p.add_argument("--max-steps", type=_positive_int, default=None,
-                   help="budget: most steps per chain under the ESS rule (default 10 x the "
-                        "first block: 10000)")
-    p.add_argument("--thinning", type=_positive_int, default=1, help="keep every k-th state")
-    p.add_argument("--burn-in", type=_fraction, default=None,
-                   help="fraction of draws discarded (default: 0 after a warm-up, else 0.5)")
-    add_seed(p)
-    add_allow_unconverged(p, "R-hat > 1.01, bulk ESS < 100 or non-finite draws")
-    p.add_argument("--max-rows", type=_positive_int, default=40,
-                   help="rows of the summary table (the least converged parameters are kept)")
-    p.add_argument("--json", nargs="?", const="-", default=None, metavar="PATH",
-                   help="write JSON (mean, cov, diagnostics, tuning, bias, ...) to PATH or stdout")
-    p.add_argument("--save", default=None, metavar="PATH.nc",
-                   help="save the result as netCDF (ArviZ InferenceData: draws by site, "
-                        "sample_stats, log_likelihood; settings and verdict; inertia.load reads it)")
-    add_quiet(p)
-    p.set_defaults(func=_run)
-    from inertia._one_based import add_option
-
-    add_option(p)  # --one-based
-    return p

@@ -43,7 +43,7 @@ from .. import _compile
 from . import chains, frames
 from .chains import MAX_LEAPFROG
 from .kernels.base import Params
-from .kernels.exact import LENGTH_SPREAD
+from .kernels.adjusted_hfhr import LENGTH_SPREAD
 from .start import start as _start
 from ..targets.base import TargetError, jitted
 from .warmup import fit_gaussian, SWITCH_KAPPA, whiten, LAPLACE_KAPPA, GaussianFit, good_laplace_fit
@@ -284,7 +284,7 @@ def choose_trajectory(eigenvalues, step_size, acceptance=TARGET_ACCEPT, *,
     equally, which lets a length with antithetic means win a near tie on q^2).
     With `normal_cost` (one draw of d standard normals, in gradients) or `frame_cost` (the frame's
     map around each gradient, in gradients) the rule minimises the cost of an iteration of the
-    lean chains (`kernels.exact.langevin_trajectory`) instead: (E[K] + flow) (1 + frame_cost)
+    lean chains (`kernels.adjusted_hfhr.langevin_trajectory`) instead: (E[K] + flow) (1 + frame_cost)
     gradients, plus normal_cost for the momentum, the flow step's noise and, at gamma > 0, each
     leapfrog step's refresh; `grads_per_ess` stays the gradients alone, `cost_per_ess` the total.
     """

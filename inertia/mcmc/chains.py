@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _compile
 from .kernels.base import Params
-from .kernels.exact import LENGTH_SPREAD
+from .kernels.adjusted_hfhr import LENGTH_SPREAD
 from .frames import is_scaled
 
 BLOCK = 1000  # iterations per compiled block (sampling blocks; warm-up stages use a prefix)

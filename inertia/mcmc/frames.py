@@ -47,6 +47,7 @@ import numpy as np
 from .. import _compile
 from .._compile import jit
 from ..targets.base import Target, jitted
+from ..targets.mode import PROBES, probed_scale  # noqa: F401  (PROBES: the start frame's)
 from .batching import batched
 from .start import init_fn, start
 
@@ -70,7 +71,6 @@ MAX_RANK = 16  # eigen-directions of the low-rank frame
 # 6-10 ns a normal against 17-47 ps a counted flop (hierarchical logistic, Poisson GLMM and latent
 # field, d = 300-3,025), so d normals cost 0.3-0.5 of a gradient there and 2-4 on the field
 NORMAL_FLOPS = 200.0
-PROBES = 32  # Rademacher probes of the start frame's Hessian diagonal
 START_HALVINGS = 30  # halvings towards the MAP of a start draw whose gradient is not finite
 LANCZOS_TOL = 1e-2  # relative accuracy of the whitened Hessian's extreme eigenvalues
 LANCZOS_ITERS = 50  # ARPACK restarts at most, per extreme eigenvalue
@@ -169,24 +169,9 @@ def uses_dense(d: int, frame: str = "auto") -> bool:
     return frame == "dense" or (frame == "auto" and d <= DENSE_MAX_DIM)
 
 
-def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
-    """E[v * (hess V(x) v)] over `probes` Rademacher vectors v: an unbiased estimate of
-    diag hess V(x) (Bekas et al. 2007), in one batched call of `probes` HVPs."""
-    rng = np.random.default_rng(seed)
-    V = rng.choice([-1.0, 1.0], size=(target.dim, probes))
-    fn = jit(lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M))
-    HV = np.asarray(fn(np.asarray(x, np.float64), V), dtype=np.float64)
-    return np.mean(V * HV, axis=1)
-
-
 def start_frame(target, mode, probes: int = PROBES, seed: int = 0) -> Frame:
-    """Diagonal frame at `mode` with s_i = (estimated hess V_ii)^-1/2; entries that are not
-    positive (noise, or negative curvature) take the median of the positive ones."""
-    h = hessian_diagonal(target, mode, probes, seed)
-    good = np.isfinite(h) & (h > 0)
-    fill = float(np.median(h[good])) if good.any() else 1.0
-    h = np.where(good, np.maximum(h, 1e-3 * fill), fill)
-    return Frame(np.asarray(mode, np.float64), 1.0 / np.sqrt(h))
+    """Diagonal frame at `mode` with s_i = (estimated hess V_ii)^-1/2 (`targets.mode.probed_scale`)."""
+    return Frame(np.asarray(mode, np.float64), probed_scale(target, mode, seed, probes))
 
 
 def finite_start(method, vg, z0, keys, halvings: int = START_HALVINGS):
@@ -487,7 +472,7 @@ def _frame_fn(vg):
 
 def is_scaled(vg) -> bool:
     """Whether a chains' (V, grad V) is a diagonal or low-rank frame's (`frame_value_and_grad`):
-    their kernel skips the refresh normals at gamma = 0 (`kernels.exact.langevin_trajectory`,
+    their kernel skips the refresh normals at gamma = 0 (`kernels.adjusted_hfhr.langevin_trajectory`,
     lean), which the dense frame's chains keep drawing (their numbers stay bit for bit)."""
     return bool(getattr(getattr(vg, "func", None), "scaled_frame", False))
 
@@ -507,6 +492,6 @@ __all__ = ["whiten", "Frame", "FRAMES", "DENSE_MAX_DIM", "VI_FRAME_MAX_DIM", "MA
            "confirmed_directions",
            "finite_start", "is_scaled", "effective_draws", "from_draws", "eigenvalues",
            "frame_value_and_grad",
-           "hessian_diagonal", "spiked_eigenvalue", "pair_variances", "bounds_spikes",
+           "spiked_eigenvalue", "pair_variances", "bounds_spikes",
            "curvature_range", "capped_eigenvalues",
            "pair_scale", "draws_gradients", "step_costs", "NORMAL_FLOPS"]

@@ -67,8 +67,8 @@ class SampleResult(Result):
     chains: Optional[dict] = None
     reparam: Optional[dict] = None  # sites rewritten and their centredness (mcmc.reparam_run)
     cost: Optional[dict] = None  # seconds per gradient of the sampling phase, compile, memory (_cost)
-    fit: object = None  # the fit an escalation started from (`vi.escalate`)
-    escalated: Optional[str] = None  # why an escalation ran the sampler (`vi.escalate`)
+    fit: object = None  # the fit an escalation started from (`workflows.escalate`)
+    escalated: Optional[str] = None  # why an escalation ran the sampler (`workflows.escalate`)
     stopped: Optional[dict] = None  # why the run stopped, its re-adaptations (`_sample_until_converged`)
     kind = "sample"
 

@@ -29,6 +29,7 @@ from ..targets.base import Target, TargetError
 from ..targets.whiten import whiten
 from ..targets.curvature import estimate_curvature, _bounds_from, spectrum_under, hessian_extremes
 from ..diagnostics import chain_stats
+from ..variational.fit import fit
 from .tuning import tune_ess
 
 MAX_HALVINGS = 4
@@ -58,7 +59,7 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
     """Gaussian approximation used as preconditioner.
 
     "laplace": MAP and inverse-Hessian Cholesky factor (`targets.curvature.estimate_curvature`);
-    "vi": `inertia.vi.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
+    "vi": `inertia.variational.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
     and VI when the Laplace fit is unusable (MAP not converged or Hessian not positive definite
     there), or a short VI run (VI_WARMUP) when it is a poor frame (the Laplace-whitened target's
     estimated kappa at draws of the fit >= SWITCH_KAPPA, or hess V indefinite at one of them);
@@ -143,14 +144,13 @@ def _whitened_kappa(target, mode, factor, seed):
 
 
 def _vi_fit(target, seed, **budget):
-    """(mean, Cholesky factor, gradient evaluations, note) from inertia.vi.fit, or None on failure."""
+    """(mean, Cholesky factor, gradient evaluations, note) from the Gaussian fit
+    (`inertia.variational.fit`, no quality check), or None on failure."""
     try:
-        from ..vi.fit import fit
-
         with warnings.catch_warnings():  # a budgeted preconditioning run ends unconverged by design
             if budget:
                 warnings.filterwarnings("ignore", message=".*NOT CONVERGED", category=RuntimeWarning)
-            r = fit(target, seed=seed, **budget)
+            r = fit(target, seed=seed, quality=False, **budget)
         mean = np.asarray(r.mean, dtype=np.float64).reshape(-1)
         factor = np.linalg.cholesky(np.asarray(r.cov, dtype=np.float64).reshape(target.dim, -1))
     except Exception:  # noqa: BLE001 - any failure of the fit falls back to the Laplace fit

@@ -12,6 +12,7 @@ from .._compile import of_result
 from . import idata as _id
 from ..posterior import flat_names, summarize, format_table
 from .._random import key_of
+from ..diagnostics import diagnose
 
 FIT_DRAWS = 4000  # draws of q per seed behind a fit's summary, table and InferenceData
 
@@ -31,7 +32,7 @@ def _info(res) -> dict:
 
 def _flat(res) -> dict:
     """The unconstrained moments, labelled as unconstrained coordinates."""
-    cov = res.cov  # the factor family's FactorCovariance in its factor form (vi.factor)
+    cov = res.cov  # the factor family's FactorCovariance in its factor form (variational.factor)
     return {"names": list(coordinate_names(res)), "mean": np.asarray(res.mean).tolist(),
             "cov": cov.to_dict() if hasattr(cov, "to_dict") else np.asarray(cov).tolist()}
 
@@ -112,8 +113,6 @@ def draws_summary(res) -> list:
     ess_bulk, ess_tail (constrained sites of NumPyro models; the kept draws after burn-in)."""
     dg = res.diagnostics
     if dg is None:
-        from ..diagnostics import diagnose
-
         kept = sample_sites(res)[0] if res.kind == "sample" else _id.sites_of(res.draws)
         labels, x = _id.flat_rows(kept)
         if x.shape[1] < 4:  # too few draws for R-hat and ESS

@@ -10,6 +10,7 @@ from ..verdict import Verdict
 from . import idata as _id
 from .base import Result, save
 from .predictive import draw
+from ..factor_cov import FactorCovariance
 
 
 def load(path) -> "LoadedResult":
@@ -111,8 +112,6 @@ class LoadedResult(Result):
         factor family, saved in its factor form)."""
         cov = self._flat().get("cov")
         if isinstance(cov, dict) and "B" in cov:
-            from ..factor_cov import FactorCovariance
-
             return FactorCovariance.from_dict(cov)
         return np.asarray(cov)
 

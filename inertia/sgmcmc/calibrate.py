@@ -20,7 +20,7 @@ from .offline import Curvature, offline
 from .predict import IAT, covariance_standard_errors, iat, stationary
 from .tuning import Tuning, tune
 from ..data import sources
-from .large import LargeGLM, large_model
+from .large import LargeGLM, large_model, check_estimate_exists_large, offline_large
 from .passes import ShardedPasses
 from .._random import check_seed
 
@@ -209,8 +209,6 @@ def _curvature(m, lm, *, devices, chunk, subsample, seed, quad_rows, t0) -> tupl
     time its clock starts)."""
     sharded = None
     if lm is not None:
-        from .large import check_estimate_exists_large, offline_large
-
         if devices is not None:
             sharded = _sharded(lm, devices, chunk)
         check_estimate_exists_large(lm, sharded, seed=seed)

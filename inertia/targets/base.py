@@ -12,6 +12,7 @@ from jax.flatten_util import ravel_pytree
 
 from inertia import _compile, _recent
 from .._scope import float64_leaves
+from ..posterior import site_names
 Array = jax.Array
 
 
@@ -311,8 +312,6 @@ def _from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="log
         return -logdensity_fn(unravel(x))
 
     if isinstance(example, dict) and "info" not in kw:
-        from ..posterior import site_names
-
         try:
             kw["info"] = {"names": site_names({k: jnp.shape(v) for k, v in example.items()})}
         except ValueError as err:

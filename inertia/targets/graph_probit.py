@@ -111,7 +111,7 @@ def _moments(yt, m, s, order):
 
 def graph_probit_objective(Q, yt, m, S, order) -> float:
     """F(m, S) = m^T Q m / 2 + tr(Q S) / 2 - sum_i E log Phi(ytilde_i z_i) - H(N(m, S)),
-    with the entropy constant (n/2) log(2 pi e) as in `inertia.vi.objective`."""
+    with the entropy constant (n/2) log(2 pi e) as in `inertia.variational.objective`."""
     n = m.shape[0]
     elog, _, _ = _moments(yt, m, np.sqrt(np.diag(S)), order)
     logdet = 2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(S))))

@@ -9,7 +9,7 @@ trust-region Newton method in coordinates x = x1 + C z:
   sphere in the user's units) and diag(hess V)^-1/2 otherwise;
 - d > MATRIX_FREE_DIM: matrix-free, no d x d array anywhere: Newton-CG on Hessian-vector products
   (`trust-krylov`), C = diag(s) with s = diag(hess V(x1))^-1/2 estimated from Rademacher HVP probes
-  (`mcmc.frames.hessian_diagonal`), and the decrement by conjugate gradients on HVPs,
+  (`hessian_diagonal`), and the decrement by conjugate gradients on HVPs,
   preconditioned by diag(s^2).
 
 Convergence is the Newton decrement lambda^2 / 2 = g^T H^-1 g / 2 (the predicted decrease of V,
@@ -23,9 +23,10 @@ import dataclasses
 import math
 from typing import Optional
 
+import jax
 import numpy as np
 
-from .._compile import device
+from .._compile import device, jit
 from .base import Target, TargetError, jitted, potential_on_rows
 
 # Up to this d the mode search and the curvature estimate (`targets.curvature`) form the dense
@@ -373,16 +374,29 @@ def _search(target: Target, init=None, *, max_iter: int = 2000, newton_iter: int
     return Mode(x, converged, reason, dec, H, int(grads), int(hvps), method, scale)
 
 
-PROBES = 32  # Rademacher HVP probes of diag(hess V) for the matrix-free frame (mcmc.frames.PROBES)
+PROBES = 32  # Rademacher HVP probes of diag(hess V) (the matrix-free frame; the sampler's start frame)
 
 
-def probed_scale(target: Target, x, seed: int = 0) -> np.ndarray:
-    """s = diag(hess V(x))^-1/2 from PROBES Rademacher HVPs (`mcmc.frames.start_frame`: entries
-    that are not positive take the median of the positive ones): the diagonal frame of the
-    matrix-free search and the diagonal Laplace factor above MATRIX_FREE_DIM."""
-    from ..mcmc.frames import start_frame  # upward: the estimate belongs below mcmc (frames.py)
+def hessian_diagonal(target, x, probes: int = PROBES, seed: int = 0):
+    """E[v * (hess V(x) v)] over `probes` Rademacher vectors v: an unbiased estimate of
+    diag hess V(x) (Bekas et al. 2007), in one batched call of `probes` HVPs."""
+    rng = np.random.default_rng(seed)
+    V = rng.choice([-1.0, 1.0], size=(target.dim, probes))
+    fn = jit(lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M))
+    HV = np.asarray(fn(np.asarray(x, np.float64), V), dtype=np.float64)
+    return np.mean(V * HV, axis=1)
 
-    return np.asarray(start_frame(target, np.asarray(x, np.float64), PROBES, seed).scale)
+
+def probed_scale(target: Target, x, seed: int = 0, probes: int = PROBES) -> np.ndarray:
+    """s = diag(hess V(x))^-1/2 from `probes` Rademacher HVPs (`hessian_diagonal`); entries that
+    are not positive (noise, or negative curvature) take the median of the positive ones: the
+    diagonal frame of the matrix-free search, the diagonal Laplace factor above MATRIX_FREE_DIM
+    and the sampler's start frame (`mcmc.frames.start_frame`)."""
+    h = hessian_diagonal(target, np.asarray(x, np.float64), probes, seed)
+    good = np.isfinite(h) & (h > 0)
+    fill = float(np.median(h[good])) if good.any() else 1.0
+    h = np.where(good, np.maximum(h, 1e-3 * fill), fill)
+    return 1.0 / np.sqrt(h)
 
 
 FLAT_NATS = 1.0  # V at most this far above V(mode) along a whole tube: the density does not decay

@@ -11,7 +11,7 @@ logistic-regression ones (Tables 2, 4-6, Figs. 6-7); `_common` what they share.
 from __future__ import annotations
 
 from inertia.vi import PAPER_METHODS
-from inertia.vi.registry import FIELD_METHODS
+from inertia.variational.registry import FIELD_METHODS
 from . import gaussian, posteriors
 from ._common import (DATASETS, EXACT_ON_GAUSSIANS, LOGISTIC_NODE_FACTORS, PAIRS, SEEDS, TARGETS,
                       THRESHOLDS, graph_probit_target, kappa_target, label, logistic_target,

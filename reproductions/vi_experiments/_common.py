@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from inertia.vi import PAPER_METHODS, fit, get_method
-from inertia.vi.registry import FIELD_METHODS
+from inertia.variational.registry import FIELD_METHODS
 from .. import hitting as ht
 from .._runner import cell_key, run_cells, save_plot
 
@@ -186,7 +186,7 @@ def _node_factor(t) -> int:
     N(0, 4 I) (wider than any iterate we saw): the trapezoid must resolve softplus at scale 1/sd."""
     import jax.numpy as jnp
 
-    from inertia.vi.objective import AGREEMENT, _objective_fn, half_logdet
+    from inertia.variational.objective import AGREEMENT, _objective_fn, half_logdet
 
     m = jnp.zeros((2, t.dim))
     S = jnp.stack([jnp.eye(t.dim), 4.0 * jnp.eye(t.dim)])

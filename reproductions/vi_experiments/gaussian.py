@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from inertia.vi import PAPER_METHODS, get_method
-from inertia.vi.registry import FIELD_METHODS
+from inertia.variational.registry import FIELD_METHODS
 from .. import hitting as ht
 from .._runner import finish, markdown_table, save_plot, start
 from ._common import (EXACT_ON_GAUSSIANS, SEEDS, _arrays, _cell, _config, _curve_figure, _final,

@@ -12,7 +12,7 @@ from scipy import stats
 from inertia.mcmc import sample
 from inertia.mcmc.adapt import (MIN_MODEL_ACCEPT, T0, calibrate_energy_error, choose_trajectory,
                                 energy_error_moments, keeps_frame, metropolis_acceptance)
-from inertia.mcmc.kernels.exact import trajectory_length
+from inertia.mcmc.kernels.adjusted_hfhr import trajectory_length
 from inertia.targets import from_potential, kappa_family
 
 

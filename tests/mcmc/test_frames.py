@@ -335,7 +335,7 @@ def test_lean_trajectory_draws_the_same_refresh():
     import jax.numpy as jnp
 
     from inertia.mcmc import adapt
-    from inertia.mcmc.kernels import exact
+    from inertia.mcmc.kernels import adjusted_hfhr as exact
     from inertia.mcmc.kernels.base import Params
     from inertia.targets.base import from_potential
 

@@ -20,7 +20,8 @@ from scipy import stats
 import inertia  # noqa: F401
 from inertia.mcmc import chains, get_method, sample
 from inertia.mcmc.adapt import frame_value_and_grad
-from inertia.mcmc.kernels import Params, exact
+from inertia.mcmc.kernels import Params
+from inertia.mcmc.kernels import adjusted_hfhr as exact
 from inertia.targets import from_potential
 
 D, NU, N, K = 10, 5.0, 4000, 20

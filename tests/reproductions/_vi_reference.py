@@ -1,7 +1,7 @@
 """Optima of the VI experiments' objectives by a second method: direct L-BFGS minimisation of
 F(q) = E_q V - H(q) with probabilists' Gauss-Hermite quadrature (numpy's rule, 80 nodes), not the
 package's quadrature, fixed point or optimisers. Closed forms where they exist; the same
-entropy constant (d/2) log(2 pi e) as `inertia.vi.objective`."""
+entropy constant (d/2) log(2 pi e) as `inertia.variational.objective`."""
 import math
 
 import jax

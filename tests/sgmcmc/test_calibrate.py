@@ -8,7 +8,7 @@ import pytest
 import scipy.stats
 
 import inertia  # noqa: F401
-from inertia.cli import calibrate as cli
+from inertia.cli._parsers import add_calibrate
 from inertia.sgmcmc import CalibrationWarning, calibrate
 
 from . import _linear_chain as oracle
@@ -16,7 +16,7 @@ from . import _linear_chain as oracle
 
 def _parser():
     p = argparse.ArgumentParser(prog="inertia")
-    cli.add_parser(p.add_subparsers(dest="command"))
+    add_calibrate(p.add_subparsers(dest="command"))
     return p
 
 

@@ -262,12 +262,12 @@ def test_sharded_path_equals_one_device_on_four_host_devices():
 def test_cli_data_file_without_steps(tmp_path):
     import argparse
 
-    from inertia.cli import calibrate as cli
+    from inertia.cli._parsers import add_calibrate
 
     X, y = _glm_data("logistic", n=1200, d=2)
     np.save(tmp_path / "d.npy", np.column_stack([X, y]))
     p = argparse.ArgumentParser(prog="inertia")
-    cli.add_parser(p.add_subparsers(dest="command"))
+    add_calibrate(p.add_subparsers(dest="command"))
     out = tmp_path / "r.json"
     args = p.parse_args(["calibrate", "--data", str(tmp_path / "d.npy"), "--model", "logistic",
                          "--batch-size", "32", "--target-ess", "100", "--json", str(out)])

@@ -104,7 +104,7 @@ def test_from_logdensity_on_a_pytree():
 def test_trapezoid_error_bound_holds_and_the_ladder_skip_changes_no_value():
     """The logistic trapezoid bound dominates |E_K - E_2K| where discretisation dominates rounding,
     and letting `objective` skip the check rung where it guarantees agreement changes no value."""
-    from inertia.vi.objective import objective
+    from inertia.variational.objective import objective
 
     rng = np.random.default_rng(3)
     n, d = 120, 6

@@ -14,7 +14,7 @@ import numpy as np
 
 from inertia.targets import from_potential
 from inertia.targets.mode import find_mode, inverse_factor, probe_unbounded
-from inertia.vi.auto import prepare
+from inertia.variational.auto import prepare
 
 
 def _separable(n=40, seed=0):

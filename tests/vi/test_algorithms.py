@@ -9,7 +9,7 @@ from scipy import stats
 
 from inertia.targets import kappa_family
 from inertia.vi import fit, hitting_step, make_kernel, reference
-from inertia.vi.objective import objective
+from inertia.variational.objective import objective
 
 
 def test_alg1_rate_bound_on_kappa_family():

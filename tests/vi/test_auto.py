@@ -9,7 +9,7 @@ import pytest
 
 from inertia.targets import from_potential, kappa_family, make_target
 from inertia.vi import fit
-from inertia.vi.monitor import ObjectiveMonitor, paired_difference
+from inertia.variational.monitor import ObjectiveMonitor, paired_difference
 
 from .conftest import small_logistic
 
@@ -129,7 +129,7 @@ def test_kinked_potential_warns_for_hessian_methods():
     kink = from_potential(lambda x: jnp.sum(jnp.abs(x)) + 0.5 * x @ x, 3, alpha=1.0, beta=2.0)
     with pytest.warns(RuntimeWarning, match="not twice differentiable"):
         fit(kink, "price-stl-proj", batch_size=8, num_steps=5)
-    from inertia.vi.checks import hessian_consistency
+    from inertia.variational.checks import hessian_consistency
 
     smooth = kappa_family(dim=3, kappa=10.0)
     assert hessian_consistency(smooth, jnp.zeros(3), jnp.eye(3)) < 4.0
@@ -194,7 +194,7 @@ def test_averaging_extension_halves_the_step_and_never_ends_worse():
 
 
 def test_choose_method_switches_only_on_a_large_whitened_condition_number():
-    from inertia.vi.auto import FALLBACK_METHOD, SWITCH_KAPPA, choose_method
+    from inertia.variational.auto import FALLBACK_METHOD, SWITCH_KAPPA, choose_method
 
     t = kappa_family(4, 10.0)
     assert choose_method(t.replace(alpha=1.0, beta=SWITCH_KAPPA * 0.999)) is None
@@ -206,7 +206,7 @@ def test_automatic_switch_runs_ngvi_reparam_and_reaches_the_optimum(monkeypatch)
     """With the switch threshold lowered so that it fires, `fit(target)` runs ngvi-reparam in
     the whitened coordinates, says so in its events, and reaches the Gaussian optimum of the spiky
     target (sds within 3 %, F within 4 s.e.); a method given by the user is never switched."""
-    from inertia.vi import auto
+    from inertia.variational import auto
 
     monkeypatch.setattr(auto, "SWITCH_KAPPA", 1.0)
     t, sd_star, f_star = _spiky([1.0, 100.0])
@@ -223,7 +223,7 @@ def test_collapsed_covariance_is_floored_with_a_warning_not_a_crash():
     """A covariance that is not positive definite to rounding (an NGVI fit that collapsed in some
     directions raised numpy's LinAlgError when mapped back from whitened coordinates) gets a
     lower-triangular factor of its floored spectrum and a RuntimeWarning; a PD one is untouched."""
-    from inertia.vi.auto import _psd_cholesky
+    from inertia.variational.auto import _psd_cholesky
 
     rng = np.random.default_rng(0)
     Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
@@ -241,7 +241,7 @@ def test_natural_gradient_runs_check_on_their_own_time_scale(monkeypatch):
     come every max(256 / b, 4 / (10 rho)) updates; an automatic run that switched to it (alpha_hat
     tiny) stops at its plateau's average, at the Gaussian optimum (F within 4 s.e., sds within 3 %):
     3,136 updates here, against 16,275 when spaced by 1 / (eta alpha_hat) (every 155 updates)."""
-    from inertia.vi import auto
+    from inertia.variational import auto
 
     monkeypatch.setattr(auto, "SWITCH_KAPPA", 1.0)
     t, sd_star, f_star = _spiky([1.0, 100.0])
@@ -262,7 +262,7 @@ def test_a_hierarchical_model_at_whitened_kappa_700_gets_ngvi_and_converges():
     import numpyro.distributions as dist
 
     from inertia.targets import from_numpyro
-    from inertia.vi.auto import FALLBACK_METHOD, SWITCH_KAPPA
+    from inertia.variational.auto import FALLBACK_METHOD, SWITCH_KAPPA
 
     def model(g, x, y=None):
         mu = numpyro.sample("mu", dist.Normal(0, 5))

@@ -10,7 +10,7 @@ import scipy.linalg as sla
 
 from inertia.targets import kappa_family
 from inertia.vi import fit, make_kernel, reference
-from inertia.vi.family import covariance
+from inertia.variational.family import covariance
 
 BASELINES = ["dgg-prox", "dgg-stl", "price-spgd", "fb-gvi", "svrgvi"]
 NUM = 20000  # one-step updates per z-test

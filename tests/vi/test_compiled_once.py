@@ -9,12 +9,12 @@ import pytest
 
 from inertia.targets import kappa_family
 from inertia.vi import fit
-from inertia.vi.monitor import ObjectiveMonitor, common_normals
-from inertia.vi.options import FitOptions
+from inertia.variational.monitor import ObjectiveMonitor, common_normals
+from inertia.variational.options import FitOptions
 
 from .conftest import small_logistic
 
-runmod = importlib.import_module("inertia.vi.runner")
+runmod = importlib.import_module("inertia.variational.runner")
 
 
 def _block_traces(run):
@@ -110,7 +110,7 @@ def test_whitened_monitor_uses_the_parents_compiled_potential():
 def test_large_pools_are_drawn_per_monitor_and_not_kept(monkeypatch):
     """Above POOL_BYTES (large d) the common normals are drawn at the size asked and not kept, so a
     finished fit holds no d x 1024 array; the draws are the same."""
-    from inertia.vi import monitor
+    from inertia.variational import monitor
 
     monkeypatch.setattr(monitor, "POOL_BYTES", 100 * 5 * 8)
     monitor._POOL.clear()

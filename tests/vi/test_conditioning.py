@@ -8,7 +8,7 @@ import pytest
 
 from inertia.targets.gaussian import gaussian
 from inertia.vi import fit
-from inertia.vi.auto import FALLBACK_METHOD, choose_method
+from inertia.variational.auto import FALLBACK_METHOD, choose_method
 
 
 def test_indefinite_hessian_at_laplace_draws_chooses_the_natural_gradient_method():

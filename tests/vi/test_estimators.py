@@ -6,7 +6,7 @@ import pytest
 
 from inertia.targets import kappa_family
 from inertia.vi import ESTIMATORS
-from inertia.vi.family import covariance, entropy_grad, low, project_coords, sym
+from inertia.variational.family import covariance, entropy_grad, low, project_coords, sym
 
 NUM = 20000  # batch-1 estimates per unbiasedness check
 Z_MAX = 4.5  # max |z| over ~20 components: false-alarm probability ~1e-4 under unbiasedness

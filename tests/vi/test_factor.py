@@ -6,7 +6,7 @@ from scipy.stats import multivariate_normal
 
 from inertia.targets import gaussian
 from inertia.vi import fit
-from inertia.vi.factor import FactorCovariance, choose_family
+from inertia.variational.factor import FactorCovariance, choose_family
 
 
 def _low_rank_gaussian(d=40, r=2, seed=0):
@@ -94,7 +94,7 @@ def test_the_docs_state_the_codes_threshold_rank_and_batch():
     from pathlib import Path
 
     from inertia.targets.mode import MATRIX_FREE_DIM
-    from inertia.vi import factor
+    from inertia.variational import factor
 
     text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "vi.md").read_text().split())
     assert re.search(r"full rank up to d = (\d+), factor covariance above", text).group(1) == \
@@ -123,7 +123,7 @@ def test_divergence_keeps_the_last_finite_state():
     import jax.numpy as jnp
 
     from inertia.targets import from_potential
-    from inertia.vi.factor import fit_factor
+    from inertia.variational.factor import fit_factor
 
     t = from_potential(lambda x: 0.5 * x @ x + x[0] * jnp.where(x[0] > 2.5, jnp.nan, 0.0), 5)
     out = fit_factor(t, np.zeros(5), np.ones(5), rank=2, num_steps=2000, every=10)
@@ -136,7 +136,7 @@ def test_entropy_gradient_is_the_closed_form():
     d/dB = Sigma^-1 B and d/dlogD = diag(Sigma^-1) D^2 (Ong et al. 2018, Sec. 3.2), to rounding."""
     import jax
 
-    from inertia.vi.factor import half_logdet
+    from inertia.variational.factor import half_logdet
 
     rng = np.random.default_rng(3)
     B, logD = rng.standard_normal((9, 3)), 0.4 * rng.standard_normal(9)
@@ -156,7 +156,7 @@ def test_factor_run_reaches_the_target_from_several_starts(start):
     3 sd. KL(q || p) left was 0.0050-0.0060 nats and the largest mean error 0.015-0.028 sds on seeds
     0-3 from each start (measured); asserted < 0.02 nats and 0.07 sds (the fit-level test's bounds,
     about 3x)."""
-    from inertia.vi.factor import fit_factor
+    from inertia.variational.factor import fit_factor
 
     t, mu, S = _low_rank_gaussian()
     sd = np.sqrt(np.diag(S))
@@ -179,7 +179,7 @@ def test_factor_fit_in_float32():
     error those bounds allow)."""
     import re
 
-    from inertia.vi.factor import fit_factor
+    from inertia.variational.factor import fit_factor
 
     t, mu, S = _low_rank_gaussian()
     out = fit_factor(t, mu, np.sqrt(np.diag(S)), rank=2, num_steps=20, every=10,
@@ -207,7 +207,7 @@ def test_averaging_runs_until_the_average_plateaus():
     0.35-0.39 nats on seeds 0-2, averaging until the average's F_hat plateaus 0.18-0.25 (ratio
     0.50-0.66; measured): asserted KL < 0.3 (below every fixed-length value) and below 0.8 x the
     fixed-length one of the same seed."""
-    from inertia.vi.factor import fit_factor
+    from inertia.variational.factor import fit_factor
 
     d = 1000
     t, mu, S = _low_rank_gaussian(d=d, r=2)

@@ -14,7 +14,7 @@ import scipy.optimize
 from inertia.targets import from_potential, kappa_family
 from inertia.targets.zoo import make_target
 from inertia.vi import fit, make_kernel, reference
-from inertia.vi.registry import FIELD_METHODS, PAPER_METHODS
+from inertia.variational.registry import FIELD_METHODS, PAPER_METHODS
 
 
 def test_field_methods_are_registered_apart_from_the_paper():

@@ -119,8 +119,8 @@ def test_rebuild_after_bounds_reestimate_passes_the_wider_set_only_to_projected_
     """After a curvature re-estimate the runner rebuilds its kernel with the union of the old and
     new bounds as feasible set; methods without a feasible set (NGVI, BaM) must rebuild without
     it (they raised "unknown options ['set_bounds']" on stochastic volatility)."""
-    from inertia.vi.options import FitOptions
-    from inertia.vi.runner import Runner
+    from inertia.variational.options import FitOptions
+    from inertia.variational.runner import Runner
 
     t = kappa_family(4, 10.0)
     opts = FitOptions(accelerated=METHODS[method].accelerable, restart=False, recover=False,

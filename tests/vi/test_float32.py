@@ -11,8 +11,8 @@ from inertia.data import load_dataset
 from inertia.targets import (TargetError, from_logdensity, from_potential, kappa_family,
                              logistic_regression)
 from inertia.vi import fit
-from inertia.vi.fit import make_kernel
-from inertia.vi.registry import METHODS
+from inertia.variational.fit import make_kernel
+from inertia.variational.registry import METHODS
 
 EPS32 = float(np.finfo(np.float32).eps)  # 1.19e-7
 

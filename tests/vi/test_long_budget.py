@@ -7,8 +7,8 @@ import numpy as np
 
 from inertia.targets import from_logdensity
 from inertia.vi import fit
-from inertia.vi.runner import KeyRows, step_keys
-from inertia.vi.runstate import QUEUE_WINDOW, checkpoint_blocks
+from inertia.variational.runner import KeyRows, step_keys
+from inertia.variational.runstate import QUEUE_WINDOW, checkpoint_blocks
 
 
 def test_key_rows_equal_the_table():

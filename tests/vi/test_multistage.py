@@ -4,7 +4,7 @@ import pytest
 
 from inertia import vi
 from inertia.targets import logistic_regression
-from inertia.vi.multistage import fit_multistage
+from inertia.variational.multistage import fit_multistage
 
 
 @pytest.fixture(scope="module")

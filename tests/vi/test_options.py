@@ -7,7 +7,7 @@ import pytest
 
 from inertia.targets import kappa_family
 from inertia.vi import METHODS, FitOptions, fit
-from inertia.vi.estimators import ESTIMATORS
+from inertia.variational.estimators import ESTIMATORS
 
 
 def test_fit_has_at_most_ten_named_parameters():

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from inertia.targets import kappa_family
-from inertia.vi import averaging, recovery, widen
-from inertia.vi.options import FitOptions
-from inertia.vi.runner import Runner
-from inertia.vi.runstate import RunState
+from inertia.variational import averaging, recovery, widen
+from inertia.variational.options import FitOptions
+from inertia.variational.runner import Runner
+from inertia.variational.runstate import RunState
 
 
 def _state(**kw):

@@ -7,16 +7,16 @@ import pytest
 import inertia  # noqa: F401
 from inertia.targets import kappa_family
 from inertia.vi import make_kernel
-from inertia.vi.algorithms import projected_sym
-from inertia.vi.family import sym
+from inertia.variational.algorithms import projected_sym
+from inertia.variational.family import sym
 
 from .conftest import small_logistic
 
 
 def _always_eigh(lower, upper):
     """The reference projection onto {spec in [lower, upper]}: an eigendecomposition with the
-    spectrum clipped (`inertia.vi.family.project_spectrum`) at every call."""
-    from inertia.vi.family import project_spectrum
+    spectrum clipped (`inertia.variational.family.project_spectrum`) at every call."""
+    from inertia.variational.family import project_spectrum
 
     return lambda C: project_spectrum(sym(C), lower, upper)
 
@@ -74,8 +74,8 @@ def test_projection_is_exact_and_batch_independent():
 
 def test_estimators_solves_match_the_inverse_forms():
     """Price-STL's C^-1 = U U^T and STL's Cholesky solve equal the explicit-inverse formulas."""
-    from inertia.vi.estimators.price_stl import estimate as price_stl
-    from inertia.vi.estimators.stl import estimate as stl
+    from inertia.variational.estimators.price_stl import estimate as price_stl
+    from inertia.variational.estimators.stl import estimate as stl
 
     target = kappa_family(6, 50.0)
     d, b = target.dim, 5

@@ -25,7 +25,7 @@ from inertia.cli import main
 from inertia.targets import from_potential
 from inertia.targets.gaussian import gaussian
 from inertia.vi import fit
-from inertia.vi.quality import assess, borderline_draws, second_look_draws, third_look_draws
+from inertia.variational.quality import assess, borderline_draws, second_look_draws, third_look_draws
 
 
 def _fit(target, **kw):
@@ -193,7 +193,7 @@ def gaussian_fit():
 
 def test_a_longer_look_extends_the_first_with_the_same_draws(gaussian_fit):
     t, res = gaussian_fit
-    from inertia.vi.quality import draws_of, log_weights
+    from inertia.variational.quality import draws_of, log_weights
 
     first = log_weights(t, res, 4000)
     rest = log_weights(t, res, 9000, start=4000)
@@ -224,7 +224,7 @@ def test_second_look_is_half_the_fits_evaluations_within_its_bounds(gaussian_fit
 def _assess_scripted(gaussian_fit, monkeypatch, khats, evals=1000):
     """`quality.assess` of the Gaussian fit with each look's k-hat scripted and the fit's gradient
     count set to `evals` (1000: the third look is THIRD_DRAWS = 32,000 draws)."""
-    import inertia.vi.quality as quality
+    import inertia.variational.quality as quality
 
     t, res = gaussian_fit
     script = iter(khats)
@@ -324,7 +324,7 @@ def test_approximate_gp_is_proper_and_its_gaussian_unreliable():
 @pytest.mark.parametrize("k", [0.4996, 0.49999, 0.5, 0.5004, 0.6996, 0.7, 0.7004, 0.70001, 0.93])
 def test_the_message_never_contradicts_its_own_k_hat(k):
     # the k-hat the text shows, read back, gives the verdict the text states
-    from inertia.vi.quality import khat_sd, message, verdict_of
+    from inertia.variational.quality import khat_sd, message, verdict_of
 
     q = {"khat": k, "num_draws": 16000, "ess": 900.0, "verdict": verdict_of(k),
          "khat_sd": khat_sd(k, 16000)}
@@ -394,7 +394,7 @@ def test_the_vi_guide_states_the_third_looks_budget():
     # the numbers of docs/vi.md's "How many draws" are the code's
     from pathlib import Path
 
-    from inertia.vi import quality
+    from inertia.variational import quality
 
     text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "vi.md").read_text().split())
     assert quality.THIRD_DRAWS == 32000 and "at least 32,000" in text
@@ -411,7 +411,7 @@ def test_every_methods_fit_is_checked_on_its_own_gaussian(method):
     # factor that is not a square root of cov, or a misread mean, is off by O(1) nats
     from scipy.stats import multivariate_normal
 
-    from inertia.vi.quality import draws_of, log_weights
+    from inertia.variational.quality import draws_of, log_weights
 
     t = gaussian(MEAN, np.linalg.inv(COV)).replace(alpha=0.4, beta=5.0)
     res = _fit(t, method=method, num_steps=300, batch_size=8, seed=3)

@@ -4,7 +4,7 @@ import pytest
 
 from inertia.targets.zoo import make_target
 from inertia.vi import fit, reference
-from inertia.vi.objective import cholesky_grad_norm
+from inertia.variational.objective import cholesky_grad_norm
 
 
 @pytest.fixture(scope="module")

@@ -2,21 +2,21 @@
 `inertia.mcmc.adaptation`). A new sampler is one module plus one entry here."""
 from __future__ import annotations
 
-from . import exact as _exact
+from . import adjusted_hfhr as _adjusted
 from . import hfhr as _hfhr
 from . import klmc as _klmc
 from . import rmm as _rmm
 from . import ula as _ula
 from .base import (Info, KineticState, LangevinState, Method, OUCoefficients, Params,
                    SamplingAlgorithm, ou_coefficients)
-from .exact import ExactInfo, ExactState, hfhr_exact
+from .adjusted_hfhr import ExactInfo, ExactState, hfhr_exact
 from .hfhr import hfhr
 from .klmc import klmc
 from .rmm import hfhr_rm, uld_rm
 from .ula import ula
 
 REGISTRY: dict[str, Method] = {
-    "hfhr-exact": _exact.METHOD,
+    "hfhr-exact": _adjusted.METHOD,
     "ula": _ula.METHOD,
     "klmc": _klmc.METHOD,
     "hfhr": _hfhr.METHOD_EXPONENTIAL,

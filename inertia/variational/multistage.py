@@ -17,6 +17,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .fit import FitResult, fit, make_kernel
+from .auto import prepare
 
 
 @dataclasses.dataclass(repr=False)
@@ -54,7 +55,6 @@ def fit_multistage(target, method: str, *, target_gap: Optional[float] = None,
     if np.ndim(seed) != 0:
         raise ValueError("fit_multistage runs one seed (warm starts are per seed); loop over seeds")
     if target.alpha is None or target.beta is None:  # any target: estimated bounds, Laplace start
-        from .auto import prepare
 
         prep = prepare(target, init, seed=int(seed))
         target, init = prep.target, prep.init

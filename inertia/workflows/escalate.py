@@ -1,13 +1,16 @@
 """`fit(..., ensure=...)`: the exact sampler, warm-started from the fit, when the Gaussian falls short.
 
-The fit is kept when it converged and its quality (`vi.quality`) meets the level asked for
+The fit is kept when it converged and its quality (`variational.quality`) meets the level asked for
 ("adequate": k-hat < 0.5; "usable": k-hat <= 0.7); otherwise `mcmc.sample` (its default exact
 kernel and warm-up) runs from draws of q (PSIS-resampled where k-hat <= 0.7) and its result is
 returned with the fit in `.fit` and why in `.escalated` (also its verdict's `numbers["escalated"]`).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._random import key_of
+from ..mcmc.sample import sample
 
 ACCEPT = {"adequate": ("adequate",), "usable": ("adequate", "usable with correction")}
 NUM_CHAINS = 4  # as `mcmc.sample`'s default
@@ -23,10 +26,6 @@ def escalate(res, target, ensure: str, *, seed: int = 0, progress: bool = False)
     of q, with `.fit` (the fit) and `.escalated` (why the sampler ran)."""
     if not falls_short(res, ensure):
         return res
-    import numpy as np
-
-    from ..mcmc.sample import sample  # upward (vi -> mcmc): escalation is a workflow
-
     if res.quality is not None and res.quality.get("corrected"):
         init = res.psis_draws(NUM_CHAINS, seed=seed)
     else:

@@ -19,6 +19,7 @@ from .. import _warnings
 from ..verdict import Verdict
 from .auto import boundary
 from .averaging import AVERAGING_FACTOR
+from .monitor import paired_difference
 
 PLATEAU_TOL = 1e-4  # nats over the last window: the automatic stopping rule's default
 
@@ -51,8 +52,6 @@ def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> Verdict:
                              "objective plateau", step)
     window = min(window, (n - 1) // 2)  # at most the second half of a short run
     if rec.est_draws:
-        from .monitor import paired_difference
-
         old, new = rec.seed_mean_draws(-1 - window), rec.seed_mean_draws(-1)
         if not (np.all(np.isfinite(old)) and np.all(np.isfinite(new))):
             return not_converged("the objective estimate is not finite at the end", step)
@@ -122,7 +121,7 @@ def budget_verdict(rec, rule, num_steps: int) -> Verdict:
 
 
 def with_quality(verdict: Verdict, quality: dict) -> Verdict:
-    """The verdict with the approximation's quality (`vi.quality`): its word and numbers (Pareto
+    """The verdict with the approximation's quality (`variational.quality`): its word and numbers (Pareto
     k-hat, PSIS ESS); `converged` (the optimiser's) kept."""
     return dataclasses.replace(verdict.with_numbers(pareto_khat=quality["khat"],
                                                     psis_ess=quality["ess"]),

@@ -10,13 +10,13 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from .. import _cost, _warnings
+from .. import _cost, _warnings, _prefetch
 from .._random import check_seed
 from .._scope import entry_point
 from ..targets.base import Target
 from . import verdict as verdicts
 from .auto import (DEFAULT_METHOD, Prepared, choose_method, default_batch, prepare,
-                   warn_small_batch)
+                   warn_small_batch, whiten_start, unwhiten)
 from ..progress import warn_long_run, progress as progress_bar
 from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_fixed_run, check_hessian, check_memory
@@ -27,6 +27,7 @@ from .result import FitResult, hitting_step
 from .runner import Runner
 from .factor import choose_family, fit_family
 from ..results.build import model_info
+from .quality import assess
 
 
 def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int] = None,
@@ -47,13 +48,13 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     `result.verdict` (`inertia.verdict.Verdict`, `numbers["stop"]` why the run stopped) is not
     converged when `num_steps` ended the run.
 
-    `quality=True` (default) then judges q as an answer (`vi.quality`, either mode, the run
+    `quality=True` (default) then judges q as an answer (`variational.quality`, either mode, the run
     unchanged): Pareto k-hat of the weights p~/q on 4000 (then up to 64,000) draws of q per seed,
     the PSIS ESS and a verdict (adequate k < 0.5, usable with correction 0.5-0.7, unreliable
     > 0.7) in `result.verdict.quality` and its numbers (the check's record: `result.quality`);
     PSIS-corrected columns in the summary where k <= 0.7. `ensure="adequate"` (or "usable"): when
     the fit did not converge or q falls short, run the exact sampler from draws of q and return its
-    result (`.fit` this fit, `.escalated` why; `vi.escalate`). Both are `FitOptions` fields.
+    result (`.fit` this fit, `.escalated` why; `workflows.escalate`). Both are `FitOptions` fields.
 
     `options` (a `FitOptions`) sets any of these switches; each of its fields may also be given by
     keyword (`fit(t, tol=1e-5, restart=False)`), overriding `options`; other keywords are the
@@ -73,8 +74,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     m_spec = get_method(method)
     opts, method_options = split(options, keywords, m_spec)
     quality = opts.quality or opts.ensure is not None  # escalation needs the check
-    if quality:  # PSIS (vi.quality) needs ArviZ at the end: import it meanwhile
-        from .. import _prefetch
+    if quality:  # PSIS (variational.quality) needs ArviZ at the end: import it meanwhile
 
         _prefetch.module("arviz")
     opts = resolve(opts, target, m_spec, auto_method or target.alpha is None
@@ -82,7 +82,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     num_steps, seeds = _steps_and_seeds(num_steps, opts, seed)
     res = _factor_fit(target, None if auto_method else method, opts, seeds, num_steps,
                       batch_size, step_size, init, progress, dtype)
-    if res is not None:  # Sigma = B B^T + D^2 (vi.factor): no d x d matrix
+    if res is not None:  # Sigma = B B^T + D^2 (variational.factor): no d x d matrix
         res = _finish(res, source, target, Prepared(target, None, None), None, None, dtype,
                       quality)
         return _with_cost(res, meter, res.pop_programs())
@@ -99,8 +99,6 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     target, init = prep.target, prep.init
     wh = None
     if opts.whiten and init is not None and target.expectations is None:
-        from .auto import whiten_start
-
         out = whiten_start(target, init, seed=seeds[0])
         if out is not None:
             target, init, wh = out
@@ -127,7 +125,7 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                          prep.curvature)
     finally:
         bar.close()
-    # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (vi.ensure)
+    # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (workflows.fit)
     res = _finish(res, source, target, prep, wh, chosen, dtype, quality)
     return _with_cost(res, meter, list(runner.compiled.values()))
 
@@ -146,7 +144,7 @@ def _steps_and_seeds(num_steps, opts, seed) -> tuple:
 
 def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, init, progress,
                 dtype):
-    """The factor-family fit (`vi.factor`) where `choose_family` picks it for this d; else None."""
+    """The factor-family fit (`variational.factor`) where `choose_family` picks it for this d; else None."""
     family, why = choose_family(target.dim, method, opts.family,
                                 batch_size or default_batch(method or DEFAULT_METHOD, target.dim),
                                 len(seeds))
@@ -181,8 +179,6 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
                            "reason": res.verdict.numbers["stop"]})
         _warnings.warn(f"{res.method}: {res.verdict.line()}", RuntimeWarning)
     if wh is not None:
-        from .auto import unwhiten
-
         res.events.insert(0, {"event": "whitened", "step": 0, "log_det": wh.log_det,
                               "alpha": target.alpha, "beta": target.beta})
         if chosen is not None:
@@ -191,8 +187,6 @@ def _finish(res, source, target, prep, wh, chosen, dtype, quality=True):
     res.dtype = dtype
     res.model_info = model_info(source)
     if quality:
-        from .quality import assess
-
         res.quality, res.quality_weights = assess(source, res)
         res.verdict = verdicts.with_quality(res.verdict, res.quality)
     return res

@@ -1,5 +1,5 @@
 """Tail averaging after the plateau (Polyak-Ruppert; F is convex in (m, A), so the average of the
-iterates beats their mean F), as policies of the run state (`inertia.vi.runstate`): the stopping
+iterates beats their mean F), as policies of the run state (`inertia.variational.runstate`): the stopping
 rule's first verdict starts a running average at a quarter of the step, run for AVERAGING_FACTOR
 times the updates it took to get there; the extension restarts it at half the step while F_hat
 still falls at its end, and the lowest of those averages (same draws) is the answer (the runner's

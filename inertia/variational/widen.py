@@ -1,5 +1,5 @@
 """Watches on estimated curvature bounds during a run, as policies of the run state
-(`policy(state) -> (state, events)`, `inertia.vi.runstate`): the feasible set they imply is widened
+(`policy(state) -> (state, events)`, `inertia.variational.runstate`): the feasible set they imply is widened
 when the iterate sits on its boundary, and the bounds are re-measured at draws of the current q (a
 MAP's curvature can be far from the typical set's: funnels). A policy that changes the bounds asks
 for a restart from the last checkpoint; the runner rebuilds the kernel."""

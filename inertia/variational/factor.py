@@ -13,7 +13,7 @@ log det Sigma = 2 sum log D + log det(I_r + B^T D^-2 B), the matrix determinant 
 Adam step (optax; Ong et al. use ADADELTA) on (mu, B, log D). Stopping and averaging are those of
 the full-rank runs: F_hat on common random numbers every `every` updates (`monitor.StoppingRule`,
 tol in nats over `window` checkpoints), then Polyak averaging of the iterates at a quarter of the
-step (`vi.averaging`'s AVERAGING_STEP_DECAY) until the same rule, applied to F_hat of the average,
+step (`variational.averaging`'s AVERAGING_STEP_DECAY) until the same rule, applied to F_hat of the average,
 sees the average's objective plateau, and for at least FACTOR_AVERAGING times the updates the
 plateau took. The first phase stops on the constant-step iterates' noise floor, whose height above
 the optimum grows with d (on a latent field at d = 1024 it sat 60 nats above the average's F_hat);
@@ -297,8 +297,6 @@ def _result_class():
 
         def sample(self, key, num: int) -> np.ndarray:
             """(num, d) draws m + B z + D eps of q ((z, eps) standard normals of length r + d)."""
-            from .._random import host_normal
-
             xi = np.asarray(host_normal(key, (num, self.dim + self.cov.rank)), np.float64)
             return self.cov.draws(np.asarray(self.mean), xi)
 

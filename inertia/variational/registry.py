@@ -214,12 +214,12 @@ class Family(NamedTuple):
     reference: str
 
 
-# "full-rank": every method of METHODS; "factor": vi.factor (chosen by vi.factor.choose_family)
+# "full-rank": every method of METHODS; "factor": variational.factor (chosen by its choose_family)
 FAMILIES = {f.name: f for f in [
     Family("full-rank", "Sigma = L L^T (Cholesky) or C^2 (symmetric root), d x d", "O(d^2)",
            "the methods of METHODS"),
     Family("factor", "Sigma = B B^T + diag(D^2), B (d, r)", "O(d r)",
-           "factor-covariance Gaussian VI (Ong, Nott & Smith 2018), vi.factor"),
+           "factor-covariance Gaussian VI (Ong, Nott & Smith 2018), variational.factor"),
 ]}
 
 # the field's Gaussian VI beyond the paper; PAPER_METHODS: the paper's 6 pairs + 5

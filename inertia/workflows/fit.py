@@ -1,5 +1,6 @@
-"""`inertia.vi.fit`: the Gaussian fit (`vi.fit.fit`) and, with `ensure`, the exact sampler where the
-Gaussian falls short (`vi.escalate`). The fit itself lives apart so that the sampler's warm-up,
+"""`inertia.vi.fit`: the Gaussian fit (`variational.fit.fit`), on the partially non-centred model with
+`reparam="auto"` (`mcmc.reparam_run`), and with `ensure` the exact sampler where the Gaussian falls
+short (`workflows.escalate`). The fit itself lives below the drivers, so that the sampler's warm-up,
 which fits a Gaussian too, never imports the sampler back."""
 from __future__ import annotations
 
@@ -8,20 +9,18 @@ import functools
 
 import numpy as np
 
+from ..mcmc import reparam_run
+from ..mcmc.sample import diagnose_result
+from ..variational.fit import fit as _fit
 from .escalate import escalate
-from .fit import fit as _fit
 
 
 @functools.wraps(_fit)
 def fit(target, method=None, *, reparam=False, **kw):
     # reparam="auto": NumPyro location-scale sites with latent parents partially non-centred,
     # as `mcmc.sample` does (`mcmc.reparam_run`); q is then Gaussian in those coordinates
-    from ..mcmc import reparam_run  # upward (vi -> mcmc): escalation is a workflow
-
     sites = reparam_run.applies(target, reparam, init=kw.get("init"))
     if sites:
-        from ..mcmc.sample import diagnose_result
-
         return reparam_run.fit_reparameterised(_fit, escalate, diagnose_result, target, sites,
                                                method, **kw)
     res = _fit(target, method, **kw)
@@ -37,8 +36,6 @@ def _say_the_way_out(res, target, reparam, init) -> None:
     """A fit that did not converge: its reason ends with the way out, the rewrite where the model
     has centred hierarchical sites it would rewrite (reparam="auto"), else after a divergence the
     exact sampler."""
-    from ..mcmc import reparam_run
-
     v = res.verdict
     if v.converged or any("the way out" in p for p in v.problems):
         return

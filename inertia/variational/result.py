@@ -16,6 +16,8 @@ from ..results.build import fit_summary
 from ..verdict import Verdict
 from ..posterior import format_table
 from .quality import corrected_rows, resample
+from ..targets.reparam import describe_reparam
+from .._cost import describe
 
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
@@ -47,7 +49,7 @@ class FitResult(Result):
     curvature: Optional[dict] = None  # how estimated bounds were found (targets.curvature)
     bounds: Optional[dict] = None  # alpha, beta used; whether estimated; feasible-set bounds
     events: list = dataclasses.field(default_factory=list)  # recoveries, widenings
-    # the stop (numbers["stop"], ["step"], ...; `vi.verdict`) and q's quality (`vi.quality`)
+    # the stop (numbers["stop"], ["step"], ...; `variational.verdict`) and q's quality (`variational.quality`)
     verdict: Verdict = dataclasses.field(default_factory=lambda: Verdict(False, ("no verdict",)))
     averaged: Optional[dict] = None  # tail averaging of the last checkpoints
     restarts: int = 0  # momentum restarts (adaptive restart)
@@ -55,7 +57,7 @@ class FitResult(Result):
     constrain: Optional[Callable] = dataclasses.field(default=None, repr=False)
     dtype: str = "float64"  # the float type the updates ran in (history and results: float64)
     model_info: Optional[dict] = dataclasses.field(default=None, repr=False)  # results.build
-    quality: Optional[dict] = None  # Pareto k-hat, PSIS ESS and verdict of q (vi.quality)
+    quality: Optional[dict] = None  # Pareto k-hat, PSIS ESS and verdict of q (variational.quality)
     quality_weights: Optional[np.ndarray] = dataclasses.field(default=None, repr=False)
     cost: Optional[dict] = None  # seconds per gradient, compile seconds, memory (inertia._cost)
     kind = "fit"
@@ -132,7 +134,7 @@ class FitResult(Result):
         """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
         models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`), and
         where q is not unreliable (Pareto k-hat <= 0.7) their PSIS-corrected twins mean_psis,
-        sd_psis, q5_psis, q95_psis (`vi.quality`, on the quality check's own draws)."""
+        sd_psis, q5_psis, q95_psis (`variational.quality`, on the quality check's own draws)."""
         line = None if self.converged else self.verdict.line()
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
@@ -234,8 +236,6 @@ def report_text(res, out, total) -> str:
         lines.append(f"stopped at update {v.numbers['step']}: "
                      + (v.numbers["stop"] if v.converged else v.line()))
     if getattr(res, "reparam", None):
-        from ..targets.reparam import describe_reparam
-
         lines.append(describe_reparam(res.reparam))
     for e in res.events:
         if e["event"] == "reparameterised":
@@ -251,8 +251,6 @@ def report_text(res, out, total) -> str:
         q = res.quality
         lines.append(q["message"])
     if getattr(res, "cost", None):
-        from .._cost import describe
-
         lines.append(describe(res.cost))
     lines.append("posterior (Gaussian approximation; constrained marginals"
                  + ("; *_psis columns importance-corrected (PSIS)"

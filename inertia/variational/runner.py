@@ -1,6 +1,6 @@
 """The driver loop of `fit`: compiled blocks of scanned updates between checkpoints, and the
 policies that act between blocks (recovery, feasible-set and bound watches, stopping, averaging),
-each a pure function of the run state (`inertia.vi.runstate`) whose result the runner applies.
+each a pure function of the run state (`inertia.variational.runstate`) whose result the runner applies.
 
 The kernel is built here (and rebuilt with a smaller step or a wider feasible set); each block shape
 compiles once, the step parameters (eta, s) being arguments of the compiled block.
@@ -388,7 +388,7 @@ class Runner:
                 "window_checkpoints": self.opts.window}
 
     def _judge(self, loop):
-        """The run's verdict where the stopping rule did not give one (`vi.verdict`)."""
+        """The run's verdict where the stopping rule did not give one (`variational.verdict`)."""
         rec, rule, opts = loop.rec, loop.rule, self.opts
         if loop.diverged is not None:
             loop.verdict = verdicts.diverged_verdict(loop.diverged, rec.steps[-1])

@@ -142,7 +142,7 @@ def _normals(res, num_draws, seed, start=0):
 
 
 def _rank(res) -> int:
-    """r of a factor-family result (`vi.factor`, covariance B B^T + diag(D^2)); 0 otherwise."""
+    """r of a factor-family result (`variational.factor`, covariance B B^T + diag(D^2)); 0 otherwise."""
     return int(res.cov.rank) if getattr(res, "coords", None) == "factor" else 0
 
 

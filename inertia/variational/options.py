@@ -27,11 +27,11 @@ class FitOptions:
     nats over `window` checkpoints), `average` (average the iterates after the plateau), `extend`
     (restart that average at half the step while F_hat still falls), `whiten` (run in coordinates
     where the start is N(0, I)), `hessian_check` (compare HVP and gradient-only curvature at the
-    start for Hessian-based methods). Either mode: `quality` (judge q by Pareto k-hat, `vi.quality`;
-    the run unchanged), `ensure` (None, "adequate" or "usable": run the exact sampler when q falls
-    short, `vi.escalate`). Family: `family` ("full-rank" or "factor"; None: `vi.factor.choose_family`,
-    the factor family above d = 1000 or where the full-rank arrays do not fit), `rank` (the factor
-    family's r; None: `vi.factor.RANK`).
+    start for Hessian-based methods). Either mode: `quality` (judge q by Pareto k-hat,
+    `variational.quality`; the run unchanged), `ensure` (None, "adequate" or "usable": run the exact
+    sampler when q falls short, `workflows.escalate`). Family: `family` ("full-rank" or "factor";
+    None: `variational.factor.choose_family`, the factor family above d = 1000 or where the
+    full-rank arrays do not fit), `rank` (the factor family's r; None: `variational.factor.RANK`).
     """
 
     accelerated: Optional[bool] = None

@@ -1,6 +1,6 @@
 """Divergence recovery: a block whose iterate became non-finite or exploded (or whose q put mass
 where V is not finite) restarts from the last finite checkpoint at a quarter of the step, with new
-keys, at most `max_recoveries` times (a policy of the run state, `inertia.vi.runstate`); past that,
+keys, at most `max_recoveries` times (a policy of the run state, `inertia.variational.runstate`); past that,
 or when a smaller step cannot help (V non-finite at the start's own draws), the run stops and
 returns the last finite state."""
 from __future__ import annotations
