@@ -5,8 +5,8 @@ potential: E_q hess V then equals the gradient-only Stein form E_q[grad V(m + A 
 A kink (|theta|, a hinge) puts a delta into the true Hessian that HVPs never see; the two sides
 then differ. `hessian_consistency` compares u^T E[hess V] A w with E[(u . grad V)(xi . w)] on
 common draws for a few random directions and returns the largest |z|. `check_memory` refuses a
-run too large for free memory before anything compiles; `check_fixed_run` a fixed-length run whose
-blocks of updates would not fit.
+run too large for free memory before anything compiles; `check_fixed_run` a fixed-length run
+whose blocks of updates would not fit.
 """
 from __future__ import annotations
 

@@ -82,4 +82,5 @@ def fixed_blocks(num_steps: int, every: int) -> list:
     return out
 
 
-__all__ = ["RunState", "checkpoint_blocks", "fixed_blocks", "fixed_every", "QUEUE_WINDOW", "MAX_BLOCKS"]
+__all__ = ["RunState", "checkpoint_blocks", "fixed_blocks", "fixed_every", "QUEUE_WINDOW",
+           "MAX_BLOCKS"]

@@ -45,7 +45,7 @@ def test_a_fixed_run_whose_blocks_cannot_fit_is_refused_before_it_starts(monkeyp
     with its key and two flags (10 bytes): 186 GiB a seed. With 64 GiB free the run is refused at
     once, naming the largest budget that fits; at that budget it is accepted."""
     from inertia import resources
-    from inertia.vi import checks
+    from inertia.variational import checks
 
     monkeypatch.setattr(resources, "available_bytes", lambda: 64 * 2 ** 30)
     from inertia.targets import kappa_family
