@@ -119,7 +119,7 @@ def _check_nn(out):
     """Fixed-step SGD Lambda = lam I on the network's mode: lam mu_max(H) is the same mu_max in
     every cell, stable (< 2), and the worst-projection IAT is at least the slowest
     eigen-direction's, 2 / (lam mu_min) - 1 (Prop. 4.4). (At --quick sizes n_eff < 1: the
-    empirical covariances are not informative, see the full run in docs/sgmcmc.md.)"""
+    empirical covariances are not informative, see the full run in docs/benchmarks/sgmcmc.md.)"""
     mu_max = set()
     for f, c in _cells(out):
         lam, mu_min = float(f["lam"]), c["setup"]["mu_min"]
