@@ -131,7 +131,7 @@ OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/reparam.py --rounded multile
 OPENBLAS_NUM_THREADS=1 python benchmarks/posteriors/reparam.py --vip multilevel-40 eight-schools-centred
 ```
 
-Measured on {machine}, inertia {git}, jax {jax}, numpyro {numpyro}, {date}{load}.
+Measured on {machine}, inertia {inertia}, jax {jax}, numpyro {numpyro}, {date}{load}.
 Rows "c rounded to 0 or 1" (`--rounded`) rerun inertia with each chosen c rounded to the nearer
 of full non-centring and full centring; rows "VIP's learned c" (`--vip`) run it at the c that
 VIP learns (NumPyro's `LocScaleReparam(centered=None)`: one c per site and event element, here
@@ -179,7 +179,7 @@ def report(data, doc):
     load = f"; {meta['load']}" if meta.get("load") else ""
     lines = [PAGE.format(nuts_w=cfg["nuts"][0], nuts_n=cfg["nuts"][1],
                          names=" ".join(REPARAM_PAIRS), load=load,
-                         **{k: meta.get(k) for k in ("machine", "git", "jax", "numpyro",
+                         **{k: meta.get(k) for k in ("machine", "inertia", "jax", "numpyro",
                                                      "date")}) + HEADER]
     dense = {r["pair"]: r for r in rows if r["method"] == "nuts-dense" and "error" not in r}
     for r in rows:
@@ -223,7 +223,7 @@ def main(argv=None):
 
     import numpyro
 
-    from run import _git
+    from run import _version
 
     refs = json.loads(REF.read_text())
     if a.rounded or a.vip:
@@ -244,7 +244,7 @@ def main(argv=None):
             Path(a.json).write_text(json.dumps(data, indent=1, default=float))
         report(data, a.doc)
         return 0
-    data = {"meta": {"git": _git(), "jax": jax.__version__, "numpyro": numpyro.__version__,
+    data = {"meta": {"inertia": _version("inertia"), "jax": jax.__version__, "numpyro": numpyro.__version__,
                      "machine": f"{platform.machine()} CPU ({jax.devices()[0].platform})",
                      "date": time.strftime("%Y-%m-%d"), "target_ess": TARGET_ESS,
                      "load": a.load}, "rows": []}

@@ -120,17 +120,6 @@ def score(post, res, ref, method):
             "detail": res.get("detail", {})}
 
 
-def _git():
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True).stdout.strip()
-        br = subprocess.run(["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=ROOT,
-                            capture_output=True, text=True).stdout.strip()
-        return f"{br} @ {rev}"
-    except OSError:
-        return None
-
-
 def _version(module):
     try:
         return __import__(module).__version__
@@ -237,7 +226,7 @@ def report(data, doc, json_path=None):
                           quick=(" --quick" if meta.get("quick") else "")
                           + ("" if json_path is None or Path(json_path).resolve() == OUT.resolve()
                              else f" --json {_rel(json_path)} --doc {_rel(doc)}"))]
-    lines.append(f"Measured on {meta.get('machine', '?')}, inertia {meta.get('git')} (default "
+    lines.append(f"Measured on {meta.get('machine', '?')}, inertia {meta.get('inertia')} (default "
                  f"sampler: {meta.get('inertia_default', '?')}), jax {meta.get('jax')}, "
                  f"numpyro {meta.get('numpyro')}, blackjax {meta.get('blackjax')}, "
                  + (f"nutpie {meta['nutpie']}, " if meta.get("nutpie") else "") +
@@ -423,7 +412,7 @@ def main(argv=None):
     import numpyro
     import platform
 
-    data = {"meta": {"quick": a.quick, "seed": a.seed, "git": _git(), "jax": jax.__version__,
+    data = {"meta": {"quick": a.quick, "seed": a.seed, "inertia": _version("inertia"), "jax": jax.__version__,
                      "numpyro": numpyro.__version__, "blackjax": blackjax.__version__,
                      "machine": f"{platform.machine()} CPU ({jax.devices()[0].platform})",
                      "date": time.strftime("%Y-%m-%d"), "target_ess": TARGET_ESS,
