@@ -511,6 +511,10 @@ def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tun
     if init is not None:
         x = np.broadcast_to(np.asarray(init, dtype=np.float64), (num_chains, d))
         z0 = np.linalg.solve(fit.factor, (x - fit.mean).T).T
+    elif fit.info.get("other_modes"):  # modes beside a saddle: chain c starts at mode c mod k
+        modes = [np.zeros(d)] + [np.linalg.solve(fit.factor, np.asarray(x) - fit.mean)
+                                 for x in fit.info["other_modes"]]
+        z0 = z0 + np.stack([modes[c % len(modes)] for c in range(num_chains)])
     state = _start(method, vg, z0, keys["start"])
     h0 = min(1.0, 1.5 * d ** -0.25)
     f = lambda x: _compile.device(x, np.float64)  # noqa: E731

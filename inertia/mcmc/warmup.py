@@ -99,6 +99,8 @@ def _laplace(target: Target, seed: int, init=None):
     est = estimate_curvature(target, init=init, num_points=1, margin=1.0, seed=seed)
     info = {"map_converged": est.map_converged, "hessian_min_eig": est.lambda_min[0],
             "hessian_max_eig": est.lambda_max[0], "log_concave_at_mode": est.lambda_min[0] > 0}
+    if est.other_modes:  # beside a saddle: the chains start at every mode found (adapt)
+        info["other_modes"] = [np.asarray(x, np.float64) for x in est.other_modes]
     return target, est, info, est.grad_evals + 2 * est.hvp_evals
 
 

@@ -53,6 +53,7 @@ class CurvatureEstimate:
     map_converged: bool
     method: str
     map_reason: str = ""  # the mode finder's verdict (targets.mode)
+    other_modes: tuple = ()  # further modes the mode finder found beside a saddle (targets.mode)
 
     def describe(self) -> str:
         """One line for the output."""
@@ -233,6 +234,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         log_concave_at_points=bool(min(lmins) > 0), grad_evals=int(grad_evals),
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
         map_converged=converged and not degenerate, map_reason=_map_reason(found, degenerate),
+        other_modes=found.others,
         method=("dense eigendecomposition" if d <= dense_max_dim
                 else "Lanczos (scipy eigsh) on HVPs, diagonal Laplace factor")
         + "".join(f"; {n}" for n in notes))

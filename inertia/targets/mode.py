@@ -54,6 +54,7 @@ class Mode:
     hvp_evals: int
     method: str
     scale: Optional[np.ndarray] = None
+    others: tuple = ()  # further modes found on the two sides of a saddle point (`find_mode`)
 
 
 MAP_RESTARTS = 10  # L-BFGS restarts of the MAP search (fresh memory) while a run still lowers V
@@ -166,12 +167,12 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     starts = [] if init is None or not np.any(np.asarray(init)) else [np.zeros(d)]
     starts += [rng.uniform(-2.0, 2.0, d) for _ in range(restarts - len(starts))]
     found = [] if first is None else [first]
-    saddle = _saddle(first)
+    saddle, two, sides = _saddle(first), False, []
     if saddle is not None:  # down either side of it first
         sides = _down_both_sides(target, first.x, saddle, kw)
         found += sides
         if all(m.converged for m in sides):
-            _warn_saddle(target, first.x, saddle, sides)
+            two = _warn_saddle(target, first.x, saddle, sides)
             starts = []
     for x0 in starts:
         try:
@@ -197,8 +198,10 @@ def find_mode(target: Target, init=None, *, max_iter: int = 2000, newton_iter: i
     reason = (f"{best.reason} (from start {[m is best for m in found].index(True) + 1} of {tried}; "
               f"the first did not converge: {first_reason})" if best.converged
               else f"{best.reason} (best of {tried})")
+    others = tuple(np.asarray(m.x) for m in sides if m is not best) if two else ()
     return dataclasses.replace(best, reason=reason, grad_evals=sum(m.grad_evals for m in found)
-                               + len(found), hvp_evals=sum(m.hvp_evals for m in found))
+                               + len(found), hvp_evals=sum(m.hvp_evals for m in found),
+                               others=others)
 
 
 def _saddle(m: Optional[Mode]):
@@ -226,9 +229,10 @@ def _down_both_sides(target, x, saddle, kw) -> list:
     return out
 
 
-def _warn_saddle(target, x, saddle, sides) -> None:
+def _warn_saddle(target, x, saddle, sides) -> bool:
     """A RuntimeWarning naming the saddle point and the two modes on its sides: the posterior has
-    two or more modes, and a Gaussian fit or a frame at one of them describes that one only."""
+    two or more modes, and a Gaussian fit or a frame at one of them describes that one only.
+    True when the sides' modes are two."""
     import warnings
 
     names = (getattr(target, "info", None) or {}).get("names")
@@ -238,13 +242,14 @@ def _warn_saddle(target, x, saddle, sides) -> None:
     name = names[i] if names else f"x[{i}]"
     a, b = (float(np.asarray(m.x)[i]) for m in sides)
     if abs(a - b) <= 1e-6 * max(1.0, abs(a), abs(b)):
-        return
+        return False
     warnings.warn(f"the mode search met a saddle point of the potential at {name} = "
                   f"{float(np.asarray(x)[i]):.4g} (Hessian eigenvalue {lam:.3g} there, no mode): "
                   f"going down either side found two modes, at {name} = {min(a, b):.4g} and "
                   f"{max(a, b):.4g}; the posterior is multimodal, and a Gaussian fit, or a "
                   "sampler's frame, at one mode describes that mode only", RuntimeWarning,
                   stacklevel=3)
+    return True
 
 
 def nan_points(target: Target, points) -> Optional[str]:
