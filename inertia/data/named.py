@@ -48,11 +48,6 @@ class NamedData(dict):
         return self.kind != "csv"
 
 
-def is_named_file(data) -> bool:
-    """True when --data names a JSON, .npz or Parquet file (a file of named arrays)."""
-    return str(data).lower().endswith(JSON_SUFFIXES + NPZ_SUFFIXES + PARQUET_SUFFIXES)
-
-
 def _file(path: Path, what: str) -> Path:
     if not path.exists():
         raise DatasetError(f"no such {what} file: {path}")
@@ -309,4 +304,4 @@ def check_arguments(fn, name: str, data, model_path) -> None:
 
 
 __all__ = ["NamedData", "read_named", "read_json", "read_npz", "read_parquet", "model_data",
-           "check_arguments", "is_named_file", "python_name"]
+           "check_arguments", "python_name"]

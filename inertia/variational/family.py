@@ -32,13 +32,6 @@ def covariance(A, coords):
     return A @ A.T if coords == "chol" else A @ A
 
 
-def neg_logdet(A, coords):
-    """h(A) = -log det A (-sum log L_ii for chol; -sum log eig(C) for sym)."""
-    if coords == "chol":
-        return -jnp.sum(jnp.log(jnp.diag(A)))
-    return -jnp.sum(jnp.log(jnp.linalg.eigvalsh(sym(A))))
-
-
 def entropy_grad(A, coords):
     """grad h: -diag(1/L_ii) (chol) or -C^{-1} (sym)."""
     if coords == "chol":

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _compile, _recent
-from ..targets.base import Target, TargetError
+from ..targets.base import Target
 
 QUADRATURE_ORDERS = (192, 384, 768, 1536)  # Gauss-Hermite orders, raised until two agree to 1e-8
 # the trapezoid rule (logistic link) stays accurate at higher orders; wide marginals (a Cholesky
@@ -220,8 +220,3 @@ def gaps(target: Target, means, covs, *, ref: Reference | None = None, half_logd
     ref = ref or reference(target)
     vals = objective(target, means, covs, half_logdets=half_logdets)
     return vals - ref.value, vals
-
-
-def require_gap_support(target: Target):
-    if target.expectations is None:
-        raise TargetError(f"target {target.name!r} has no exact expectations: gaps are unavailable")
