@@ -29,7 +29,9 @@ class FitOptions:
     where the start is N(0, I)), `hessian_check` (compare HVP and gradient-only curvature at the
     start for Hessian-based methods). Either mode: `quality` (judge q by Pareto k-hat,
     `variational.quality`; the run unchanged), `ensure` (None, "adequate" or "usable": run the exact
-    sampler when q falls short, `workflows.escalate`). Family: `family` ("full-rank" or "factor";
+    sampler when q falls short, `workflows.escalate`), `reparam` (False, or "auto": NumPyro
+    location-scale sites with latent parents fitted partially non-centred, as `sample` does,
+    `mcmc.reparam_run`). Family: `family` ("full-rank" or "factor";
     None: `variational.factor.choose_family`, the factor family above d = 1000 or where the
     full-rank arrays do not fit), `rank` (the factor family's r; None: `variational.factor.RANK`).
     """
@@ -53,6 +55,7 @@ class FitOptions:
     hessian_check: Optional[bool] = None
     quality: bool = True
     ensure: Optional[str] = None
+    reparam: object = False
     family: Optional[str] = None
     rank: Optional[int] = None
 

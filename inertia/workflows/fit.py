@@ -16,9 +16,11 @@ from .escalate import escalate
 
 
 @functools.wraps(_fit)
-def fit(target, method=None, *, reparam=False, **kw):
-    # reparam="auto": NumPyro location-scale sites with latent parents partially non-centred,
-    # as `mcmc.sample` does (`mcmc.reparam_run`); q is then Gaussian in those coordinates
+def fit(target, method=None, **kw):
+    # reparam="auto" (a FitOptions field): NumPyro location-scale sites with latent parents
+    # partially non-centred, as `mcmc.sample` does (`mcmc.reparam_run`); q is then Gaussian in
+    # those coordinates
+    reparam = kw.get("reparam", getattr(kw.get("options"), "reparam", False))
     sites = reparam_run.applies(target, reparam, init=kw.get("init"))
     if sites:
         return reparam_run.fit_reparameterised(_fit, escalate, diagnose_result, target, sites,

@@ -62,3 +62,12 @@ def test_declared_method_options_are_the_estimators_keywords(name):
         pytest.skip("the builder itself takes the options")
     params = list(inspect.signature(ESTIMATORS[m.estimator].estimate).parameters)
     assert set(params[5:]) == set(m.options)
+
+
+def test_reparam_is_a_documented_switch():
+    """`reparam` is a FitOptions field (as in SampleOptions), so the public signature and the API
+    page show it; the wrapper no longer hides it."""
+    from inertia.vi import FitOptions
+
+    assert FitOptions().reparam is False and FitOptions(reparam="auto").reparam == "auto"
+    assert "`reparam`" in FitOptions.__doc__
