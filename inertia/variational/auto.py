@@ -1,6 +1,4 @@
-"""Constant-free operation of `fit`: estimated bounds, start, default method and batch, feasible-set
-watch. Nothing here changes an algorithm; it chooses the constants the paper assumes known.
-"""
+"""Constant-free operation of `fit`: estimated bounds, start, default method and batch, feasible-set watch."""
 from __future__ import annotations
 
 import dataclasses
@@ -30,10 +28,7 @@ FALLBACK_METHOD = "ngvi-reparam"
 
 
 def choose_method(target: Target, curvature=None) -> Optional[dict]:
-    """The automatic mode's choice for a whitened target, as an event: FALLBACK_METHOD when its
-    estimated condition number is at least SWITCH_KAPPA, or when hess V was indefinite at the
-    Laplace draws of `curvature` (a CurvatureEstimate: the target is not log-concave, where
-    stl-proj stalls and the natural-gradient step does not; docs/conditioning.md); else None."""
+    """FALLBACK_METHOD as an event where kappa_hat >= SWITCH_KAPPA or hess V was indefinite; else None."""
     if target.alpha is None or target.beta is None:
         return None
     kappa = target.beta / target.alpha
@@ -73,10 +68,7 @@ class Prepared:
 
 def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
             verbose: bool = False, family: str = "full-rank") -> Prepared:
-    """Estimate missing curvature bounds (user bounds win), start at the Laplace fit, and probe for
-    a direction along which V falls without bound (an improper target). Above MATRIX_FREE_DIM
-    (`targets.mode`) the Laplace factor is the vector s of diag(s): the start's factor is then
-    (d, d) for the full-rank `family` and that vector for any other."""
+    """Estimate missing bounds, start at the Laplace fit, and probe for an improper target."""
     if target.alpha is not None and target.beta is not None:
         return Prepared(target, None, init)
     init_mean = None if init is None else np.asarray(init[0], dtype=float)
@@ -95,8 +87,7 @@ def prepare(target: Target, init=None, *, margin: float = 2.0, seed: int = 0,
 
 
 def best_scale(target, mode, factor, seed=0, scales=tuple(2.0 ** -k for k in range(7))):
-    """The Laplace factor scaled by the s in `scales` with the lowest objective estimate (common
-    random numbers): on non-Gaussian targets N(MAP, H^-1) can be far too wide (heavy tails of V)."""
+    """The Laplace factor scaled by the s in `scales` with the lowest objective estimate."""
     mon = ObjectiveMonitor(target, "chol", num_draws=128, seed=seed)
     A = np.stack([sc * np.asarray(factor) for sc in scales])
     est = mon(np.repeat(np.asarray(mode)[None], len(scales), 0), A)
@@ -137,9 +128,7 @@ class Whitening:
 
 
 def whiten_start(target: Target, init, *, seed: int = 0):
-    """(target in z = W^-1 (x - m0), start (0, I), Whitening) for a start N(m0, A0 A0^T), with
-    W = chol(A0 A0^T) and bounds re-estimated in z at draws of the start (the run then sees the
-    curvature of the target relative to the start, not the MAP's raw spectrum)."""
+    """(target in z = W^-1 (x - m0), start (0, I), Whitening), bounds re-estimated in z."""
     m0 = np.asarray(init[0], dtype=float)
     A0 = np.asarray(init[1], dtype=float)
     lower = np.array_equal(A0, np.tril(A0)) and np.all(np.diag(A0) > 0)
@@ -156,9 +145,7 @@ def whiten_start(target: Target, init, *, seed: int = 0):
 
 
 def _psd_cholesky(S):
-    """Cholesky factor of S; if S is not positive definite to rounding (a collapsed fit), a
-    lower-triangular factor of S with its negative eigenvalues set to 0 (R^T from the QR of
-    (Q sqrt(w))^T), with a RuntimeWarning."""
+    """Cholesky factor of S, or of S with negative eigenvalues set to 0 (with a RuntimeWarning)."""
     try:
         return np.linalg.cholesky(S)
     except np.linalg.LinAlgError:

@@ -1,9 +1,4 @@
-"""Tail averaging after the plateau (Polyak-Ruppert; F is convex in (m, A), so the average of the
-iterates beats their mean F), as policies of the run state (`inertia.variational.runstate`): the stopping
-rule's first verdict starts a running average at a quarter of the step, run for AVERAGING_FACTOR
-times the updates it took to get there; the extension restarts it at half the step while F_hat
-still falls at its end, and the lowest of those averages (same draws) is the answer (the runner's
-`finish`)."""
+"""Tail averaging after the plateau (Polyak-Ruppert) and its extension, as policies of the run state."""
 from __future__ import annotations
 
 from .monitor import StoppingRule
@@ -15,9 +10,7 @@ MAX_EXTENSIONS = 4  # averaging restarts while F_hat still falls at the end of t
 
 
 def averaging(enabled: bool, tol, window):
-    """Policy `start(state, verdict)`: at the first plateau (the stopping rule's `verdict`) start
-    the running average at a quarter of the step (an event); no event leaves the stop to the
-    caller."""
+    """Policy: at the first plateau start the running average at a quarter of the step (an event)."""
     def start(s, verdict: dict):
         if not (enabled and s.averaging_from is None):
             return s, []
@@ -33,9 +26,7 @@ def averaging(enabled: bool, tol, window):
 
 
 def extension(enabled: bool, tol, window):
-    """Policy: the queue ran out with F_hat still falling (by more than 1 s.e.): restart the
-    average here at half the step for as many updates again (an event), at most MAX_EXTENSIONS
-    times."""
+    """Policy: with F_hat still falling, restart the average at half the step (MAX_EXTENSIONS times)."""
     def extend(s):
         rule = s.rule
         if not (enabled and s.averaging_from is not None and rule is not None

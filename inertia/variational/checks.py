@@ -1,12 +1,5 @@
-"""Run-time checks of a target's derivatives against the assumptions of the estimators.
-
-Hessian-based estimators (Price, Price-STL, Paired, FD with HVPs) assume a twice-differentiable
-potential: E_q hess V then equals the gradient-only Stein form E_q[grad V(m + A xi) xi^T] A^-1.
-A kink (|theta|, a hinge) puts a delta into the true Hessian that HVPs never see; the two sides
-then differ. `hessian_consistency` compares u^T E[hess V] A w with E[(u . grad V)(xi . w)] on
-common draws for a few random directions and returns the largest |z|. `check_memory` refuses a
-run too large for free memory before anything compiles; `check_fixed_run` a fixed-length run
-whose blocks of updates would not fit.
+"""Run-time checks: `hessian_consistency` (HVPs against the Stein form, docs/vi.md), `check_memory`,
+`check_fixed_run` (refuse runs too large for free memory before compiling).
 """
 from __future__ import annotations
 
@@ -72,8 +65,7 @@ def check_memory(m_spec, d, batch_size, num_seeds):
 
 
 def check_fixed_run(num_steps, every, num_seeds):
-    """Refuse, before the run, a run without stopping rule whose largest block of updates (each
-    with its key and flags) exceeds free memory; the largest num_steps that fits named."""
+    """Refuse a run without stopping rule whose largest block exceeds free memory; name the largest fit."""
     rows = max((n * length for _, n, length in fixed_blocks(num_steps, every)), default=0)
     need, have = rows * num_seeds * BYTES_PER_UPDATE, resources.available_bytes()
     if need > have:

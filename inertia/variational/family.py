@@ -40,8 +40,7 @@ def entropy_grad(A, coords):
 
 
 def inv_factor_T_times(A, xi, coords):
-    """A^{-T} xi (= Sigma^{-1}(X - m) for X = m + A xi): triangular solve, or C^{-1} xi by Cholesky
-    (C is a symmetric positive root)."""
+    """A^{-T} xi (= Sigma^{-1}(X - m) for X = m + A xi): a triangular solve, or C^{-1} xi by Cholesky."""
     if coords == "chol":
         return jax.scipy.linalg.solve_triangular(A, xi, lower=True, trans="T")
     return jax.scipy.linalg.cho_solve((jnp.linalg.cholesky(sym(A)), True), xi)
@@ -63,8 +62,7 @@ def prox_entropy(Y, eta, coords):
 
 
 def _norm_root(norm_sq_at, radius, dtype):
-    """Smallest gamma >= 0 (of `dtype`) with norm_sq_at(gamma) <= radius^2 (norm decreasing in
-    gamma)."""
+    """Smallest gamma >= 0 with norm_sq_at(gamma) <= radius^2 (the norm decreasing in gamma)."""
     r2 = radius * radius
 
     def too_big(g):
@@ -83,8 +81,7 @@ def _norm_root(norm_sq_at, radius, dtype):
 
 
 def _shrink_to_ball(Y, diag_at, radius):
-    """L(gamma) = off(Y)/(1+gamma) + diag(diag_at(diag Y, gamma)) with the smallest gamma >= 0
-    giving ||L||_F <= radius: the KKT form shared by the norm-constrained prox and the projection onto K_L."""
+    """L(gamma) = off(Y)/(1+gamma) + diag(diag_at(diag Y, gamma)), smallest gamma with ||L||_F <= radius."""
     Y = low(Y)
     dY = jnp.diag(Y)
     off = Y - jnp.diag(dY)

@@ -1,10 +1,7 @@
 """Objective monitoring for any target: F(q) by common random numbers, its error, a stopping rule.
 
-F(q) = E_q V - H(q) is estimated at every checkpoint as
-F_hat = mean_j V(m + A xi_j) - (d/2) log(2 pi e) - log|det A| over ONE fixed set xi_1..xi_n reused
-at every checkpoint (common random numbers): the trace is smooth, and the difference of two
-checkpoints has the paired standard error sd_j(V_k(xi_j) - V_l(xi_j)) / sqrt(n), far below the
-standard error of either value. Non-finite V on the draws is counted, not averaged away.
+F_hat = mean_j V(m + A xi_j) - (d/2) log(2 pi e) - log|det A| over one fixed set xi_j reused at every
+checkpoint, so two checkpoints differ with the paired s.e. sd_j(V_k(xi_j) - V_l(xi_j)) / sqrt(n).
 """
 from __future__ import annotations
 
@@ -22,8 +19,7 @@ from ..targets.base import BATCH, batched_potential
 
 
 class Estimate(NamedTuple):
-    """F_hat per checkpoint and seed, its standard error, the fraction of non-finite V draws, and the
-    per-draw values (kept for paired differences)."""
+    """F_hat per checkpoint and seed, its s.e., the non-finite fraction, and per-draw values."""
 
     value: np.ndarray
     stderr: np.ndarray
@@ -38,8 +34,7 @@ _POOL: dict = {}  # (seed, d) -> the last pool drawn (one kept)
 
 
 def common_normals(seed: int, n: int, d: int) -> np.ndarray:
-    """xi_1..xi_n ~ N(0, I_d): the first n rows of one seeded draw of max(n, POOL) rows (with JAX's
-    partitionable threefry, exactly the draw of shape (n, d) itself)."""
+    """xi_1..xi_n ~ N(0, I_d): the first n rows of one seeded draw of max(n, POOL) rows."""
     pool = _POOL.get((seed, d))
     if pool is None or pool.shape[0] < n:
         _POOL.clear()
@@ -57,9 +52,7 @@ def _normals(seed, rows, d):
 
 
 def _on_draws(target):
-    """(chunk function (m, S, xi (c, d)) -> V(m + S xi_j) per draw, compiled once per potential;
-    frame (shift, F) or None): a whitened target (V(shift + F z)) evaluates its parent's at
-    (shift + F m, F S), mapped once per (m, S) by the monitor."""
+    """(chunk function (m, S, xi) -> V(m + S xi_j), frame or None); whitened targets use their parent's."""
     shift, F = None, None
     while target.affine is not None:  # compose nested whitenings into one frame
         parent, s, W = target.affine
@@ -79,8 +72,7 @@ def _points(m, S, xi):
 
 
 def _factor_and_half_logdet(A, coords):
-    """(S with S S^T = Sigma, log |det A|) of a factor in the kernel's coordinates, on the host: a
-    d x d LAPACK call either way, and no program to compile per coordinate system."""
+    """(S with S S^T = Sigma, log |det A|) of a factor in the kernel's coordinates, on the host."""
     A = np.asarray(A)
     if not np.all(np.isfinite(A)):
         return A, math.nan
@@ -141,11 +133,9 @@ def paired_difference(a: np.ndarray, b: np.ndarray):
 
 
 class StoppingRule:
-    """Stop when F_hat decreased by less than max(tol, z * paired s.e.) over the last `window`
-    checkpoints: the objective has converged to within its Monte Carlo resolution (or to `tol`).
+    """Stop when F_hat fell by less than max(tol, z * paired s.e.) over the last `window` checkpoints.
 
-    `tol` is in nats; `min_checkpoints` keeps the rule from firing during the first transient.
-    `confident=True`: stop only when |decrease| + z s.e. < tol (the change is resolved below tol).
+    `tol` in nats; `min_checkpoints` skips the first transient; `confident`: |decrease| + z s.e. < tol.
     """
 
     def __init__(self, tol: float = 1e-4, window: int = 10, z: float = 2.0,

@@ -1,12 +1,5 @@
-"""Multistage batch schedule: restart the accelerated method with a growing batch until a gap is met.
-
-With a constant step and batch b, a stochastic method stalls at a noise floor proportional to the
-estimator's variance / b on non-Gaussian targets. The multistage idea of Ghadimi & Lan (2013),
-mentioned in the paper's discussion, runs stages k = 0, 1, ...: stage k warm-starts from the
-previous stage's Gaussian (momentum restarted), uses batch b_k = b_0 growth^k (floor / growth) and
-runs long enough to contract by about that factor (~ s ln(growth) updates, s the acceleration
-parameter of the step rules). Each stage is one compiled `fit`; the run stops when the exact gap is at or
-below `target_gap` (targets with exact expectations) or the stages / query budget are spent.
+"""Multistage batch schedule (Ghadimi & Lan 2013): restart with a growing batch until a gap is met
+(docs/guide.md).
 """
 from __future__ import annotations
 
@@ -22,8 +15,7 @@ from .auto import prepare
 
 @dataclasses.dataclass(repr=False)
 class MultistageResult(FitResult):
-    """A `FitResult` whose history concatenates the stages; `stages` lists each stage's settings:
-    batch_size, num_steps, first/last global step, step size, gap at its end, seconds."""
+    """A `FitResult` whose history concatenates the stages; `stages` lists each stage's settings."""
 
     stages: list = dataclasses.field(default_factory=list)
     target_gap: Optional[float] = None
@@ -45,13 +37,7 @@ def fit_multistage(target, method: str, *, target_gap: Optional[float] = None,
                    max_grad_evals: Optional[float] = None, seed: int = 0,
                    checkpoints_per_stage: int = 10, init=None, accelerated=None,
                    step_size=None, s=None, progress: bool = False, **options) -> MultistageResult:
-    """Ghadimi-Lan multistage schedule around `fit`: stage k uses batch_sizes[k] (default
-    batch_size * growth^k) and warm-starts at stage k-1's (mean, factor).
-
-    Stops after the first stage whose final exact gap is <= target_gap (needs exact expectations),
-    after `max_stages` stages, or before a stage that would exceed `max_grad_evals` gradient queries.
-    Stage k uses seed `seed + 1000003 k` so the stages draw independent noise.
-    """
+    """Ghadimi-Lan multistage schedule around `fit`: batch_sizes[k] (default batch_size * growth^k)."""
     if np.ndim(seed) != 0:
         raise ValueError("fit_multistage runs one seed (warm starts are per seed); loop over seeds")
     if target.alpha is None or target.beta is None:  # any target: estimated bounds, Laplace start

@@ -35,10 +35,7 @@ def _objective_fn(expectations):
 
 
 def half_logdet(A, coords):
-    """log |det A| = (1/2) log det Sigma from a factor: Cholesky L, symmetric root C, or Sigma.
-
-    Taken from the factor because Sigma = L L^T can be numerically singular while L is not.
-    """
+    """log |det A| = (1/2) log det Sigma from a factor (Cholesky L, symmetric root C, or Sigma itself)."""
     if coords == "chol":
         return jnp.sum(jnp.log(jnp.abs(jnp.diagonal(A, axis1=-2, axis2=-1))), axis=-1)
     if coords == "sym":
@@ -66,13 +63,9 @@ def _bucket(n):
 
 
 def objective(target: Target, means, covs, *, half_logdets=None, return_order=False):
-    """F(q) for a batch of Gaussians (means (n, d), covs (n, d, d)); exact or by quadrature.
+    """F(q) for a batch of Gaussians (means (n, d), covs (n, d, d)), exact or by the quadrature ladder.
 
-    Quadrature targets climb the order ladder (192, 384, 768, 1536[, 3072, 6144 for the trapezoid
-    rule]) point by point: each value is the lower order of the first consecutive pair that agrees
-    within 1e-8, so only hard points pay for high orders. `return_order=True` also
-    returns the highest order used (None for exact targets). `half_logdets` (log |det A| per
-    Gaussian, see `half_logdet`) avoids taking the entropy from an ill-conditioned Sigma.
+    `return_order=True` also returns the highest order used; `half_logdets` gives log |det A| per Gaussian.
     """
     target.require_expectations("evaluating the objective")
     means = np.atleast_2d(np.asarray(means, dtype=np.float64))
@@ -159,8 +152,7 @@ def _grad_norm_fn(expect):
 
 
 def reference(target: Target, *, order=None, tol=1e-10, max_iter=200) -> Reference:
-    """q* and F*: closed form when known, else the stationary equations E grad V = 0,
-    Sigma^{-1} = E hess V solved by Newton steps in m with Sigma <- (E hess V)^{-1}."""
+    """q* and F*: closed form when known, else the stationary equations solved by Newton steps in m."""
     cache = _target_cache(target)
     key = ("reference", order, tol)
     if key in cache:

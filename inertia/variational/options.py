@@ -1,7 +1,6 @@
 """`FitOptions`: the switches of `inertia.vi.fit` beyond its named arguments, and their defaults.
 
-Fields left at None are decided per run by `resolve`: on in automatic mode (no method, or curvature
-bounds missing), off in paper mode, where every algorithm is the paper's.
+Fields left at None are decided per run by `resolve`: on in automatic mode, off in paper mode.
 """
 from __future__ import annotations
 
@@ -15,25 +14,11 @@ from .registry import Method
 
 @dataclasses.dataclass(frozen=True)
 class FitOptions:
-    """How `fit` runs and watches a method (None: decided by `resolve`).
+    """How `fit` runs and watches a method (None: decided by `resolve`); every field in docs/vi.md.
 
-    Run: `accelerated` (None: the method's default), `s` (acceleration parameter; None: the step
-    rule's), `checkpoint_every` (None: ~100 checkpoints, or the stopping rule's spacing),
-    `evaluate` (exact gaps where the target has expectations), `keep_iterates` (history["mean"],
-    ["factor"]). Automatic mode: `restart` (adaptive momentum restart), `recover` (restart from the
-    last checkpoint at a quarter of the step after a divergence, at most `max_recoveries` times),
-    `widen` (widen the feasible set when the iterate sits on its boundary), `monitor` (the
-    common-random-number objective estimate on `monitor_draws` draws), `tol` (the stopping rule, in
-    nats over `window` checkpoints), `average` (average the iterates after the plateau), `extend`
-    (restart that average at half the step while F_hat still falls), `whiten` (run in coordinates
-    where the start is N(0, I)), `hessian_check` (compare HVP and gradient-only curvature at the
-    start for Hessian-based methods). Either mode: `quality` (judge q by Pareto k-hat,
-    `variational.quality`; the run unchanged), `ensure` (None, "adequate" or "usable": run the exact
-    sampler when q falls short, `workflows.escalate`), `reparam` (False, or "auto": NumPyro
-    location-scale sites with latent parents fitted partially non-centred, as `sample` does,
-    `mcmc.reparam_run`). Family: `family` ("full-rank" or "factor";
-    None: `variational.factor.choose_family`, the factor family above d = 1000 or where the
-    full-rank arrays do not fit), `rank` (the factor family's r; None: `variational.factor.RANK`).
+    Run: `accelerated`, `s`, `checkpoint_every`, `evaluate`, `keep_iterates`. Automatic mode: `restart`,
+    `recover`, `max_recoveries`, `widen`, `monitor`, `monitor_draws`, `tol`, `window`, `average`, `extend`,
+    `whiten`, `hessian_check`. Either mode: `quality`, `ensure`, `reparam`, `family`, `rank`.
     """
 
     accelerated: Optional[bool] = None
@@ -78,14 +63,12 @@ FIELDS = tuple(f.name for f in dataclasses.fields(FitOptions))
 
 
 def method_options(method: Method) -> tuple:
-    """Names of the keyword options `method`'s kernel builder takes (`Method.options`, plus
-    `set_bounds` for methods with a feasible set)."""
+    """Names of the keyword options `method`'s kernel builder takes (plus `set_bounds` where it has a set)."""
     return tuple(method.options) + (("set_bounds",) if method.feasible else ())
 
 
 def split(options: Optional[FitOptions], keywords: dict, method: Method):
-    """(FitOptions with the keyword overrides applied, the method's own options); a keyword that
-    is neither raises a TypeError naming the valid ones."""
+    """(FitOptions with keyword overrides, the method's own options); TypeError for any other keyword."""
     if options is None:
         options = FitOptions()
     elif not isinstance(options, FitOptions):
@@ -102,8 +85,7 @@ def split(options: Optional[FitOptions], keywords: dict, method: Method):
 
 
 def resolve(options: FitOptions, target, method: Method, auto: bool) -> FitOptions:
-    """The automatic switches of `options` decided for this run (`auto`: automatic mode);
-    `accelerated`, `s`, `checkpoint_every` and `hessian_check` stay None until the run knows them."""
+    """The automatic switches of `options` decided for this run (`auto`: automatic mode)."""
     o = options
     acc = method.accelerable if o.accelerated is None else o.accelerated
     tol = (1e-4 if auto else None) if o.tol is None else float(o.tol)

@@ -1,51 +1,9 @@
-"""How good the fitted Gaussian is as an answer: Pareto k-hat of the importance weights p~/q.
+"""How good the fitted Gaussian is: Pareto k-hat of the importance weights p~/q (Yao et al. 2018).
 
-Draws x_j = m + A xi_j of q get log weights log w_j = -V(x_j) - log q(x_j), V by the objective
-monitor's compiled batched potential (no new program; the normals xi_j come from NumPy, seeded);
-Pareto-smoothed importance sampling (Vehtari, Simpson, Gelman, Yao & Gabry 2024, ArviZ's `psislw`)
-fits a generalised Pareto tail to the largest weights, whose shape k-hat says whether q can stand
-in for the posterior (Yao, Vehtari, Simpson & Gelman 2018): below 0.5 the Gaussian is adequate;
-0.5-0.7 its PSIS-reweighted expectations are usable; above 0.7 neither is, and the exact sampler
-is the answer. The check reads the fit and never changes it.
-
-Number of draws: FIRST_DRAWS = 4000 per seed; unless k-hat there is clearly below 0.5 (below), a
-second look extends them to half the fit's own gradient (and Hessian-vector) evaluations, at least
-SECOND_DRAWS = 16,000 and at most NUM_DRAWS = 32,000 (32,000 in d = 1). On light-tailed weights
-k-hat is biased upwards at small S: near-Gaussian posteriors (products of log-Gamma(a) laws, a = 5
-or 50, d = 2, 3, 5; six repetitions each) gave k-hat up to 1.5 at 4000 draws and up to 1.0 at 8000;
-at 16,000 the repetitions' means were within 0.05 of those at 32,000 (0.3-0.5). In d = 1 the
-weights' density is singular at their maximum (t^(-1/2)) and the bias lasts longer: a 1-D logistic
-posterior and Gamma(2), Gamma(5), Gamma(50) posteriors in log space gave k-hat 3-6 at 4000 and 8000
-draws, and for Gamma(50) still 0.7-6.4 at 16,000 against 0.2-0.4 at 32,000, so d = 1 takes 32,000
-(its potential evaluations cost next to nothing). A batched potential evaluation costs 0.08-0.2 of
-one of the fit's gradient evaluations (its updates are sequential; measured on the posterior suite's
-hierarchical logistic, random-walk Poisson and stochastic-volatility models), so half the fit's
-count keeps the check near or below a tenth of the fit's run time. A fit stops at 4000 draws only
-where k-hat is below 0.5 by more than its own sampling sd (`khat_sd`, |1 + k| / sqrt(190): 0.1 at k
-= 0.4; the bias only raises k-hat). Where k-hat after the second look is within its sd of 0.7 the
-verdict is a coin flip between "use the corrected answer" and "run `sample`" (within its sd of 0.5:
-between the Gaussian's answer and the corrected one), and a third look extends the draws to
-BORDER_DRAWS = 64,000 (sd 0.06 there), as far as the fit's own gradient count allows: at most the
-fit's gradient and Hessian-vector evaluations per seed (a potential evaluation costing 0.08-0.2 of
-a gradient, the third look stays within about a fifth of the fit's evaluation work), at least
-THIRD_DRAWS = 32,000 (cheap where the fit was: a small fit is not worth a false alarm), in whole
-blocks of 4000 (a hierarchical logistic on 2000 rows, d = 103, took 25 % of its fit's time for
-64,000 draws: the potential's cost is its data's, the fit's per gradient is mostly its sequential
-updates'); where the count cuts it, the message says so. Every look's size is a function of the
-fit and the seed alone, never of a clock: one seed gives the same numbers and words on any machine
-and under any load. An "unreliable" (k-hat above 0.7 after the
-second look) is confirmed on the third look too, since it sends the user to the sampler: a logistic
-regression on 80 rows (d = 3) gave k-hat 0.67-0.95 on four sets of 16,000 draws (PSIS ESS 15,231
-of 16,000 on one) and 0.27-0.35 on 64,000, the small-S bias again; the "unreliable" stands unless
-the third look's k-hat is below 0.7 by its own sd (the log of a Gamma(0.3) posterior, d = 1, gave
-0.57-0.81 on 64,000 draws with its corrected sd 25 % off). On the third look the posterior
-suite's random-walk Poisson model (k-hat 0.68-0.95 on six sets of 16,000 draws, 0.75-0.86 on
-64,000; its corrected sd 0.14-0.29 reference sds off) and its non-centred eight schools
-(0.46-0.68 and 0.54-0.65; corrected within 0.06, the
-Gaussian's sd 0.22 off), 64,000 draws put every repetition on its right side of 0.5 and 0.7. PSIS
-itself is reliable where S >= 10^(1 / (1 - k)) (Vehtari et al. 2024, section 3.2.3): 16,000 draws
-for every k up to 0.76. The looks' normals are kept within MAX_BYTES (64 MiB) per seed: above d =
-524 the second look uses fewer draws (at least 4000), above d = 131 the third.
+Draws x_j = m + A xi_j of q get log weights -V(x_j) - log q(x_j); PSIS (Vehtari et al. 2024, ArviZ's
+`psislw`) fits a generalised Pareto tail whose shape k-hat gives the verdict: below 0.5 adequate,
+0.5-0.7 usable with correction, above 0.7 unreliable. The looks' sizes (FIRST_DRAWS, then by the fit's
+gradient count, never a clock) and the measurements behind them are in docs/vi.md.
 """
 from __future__ import annotations
 
@@ -71,16 +29,14 @@ CORRECTED = ("mean", "sd", "q5", "q95")  # the table's columns with a PSIS-corre
 
 
 def verdict_of(khat: float) -> str:
-    """"adequate" (k-hat < 0.5), "usable with correction" (0.5-0.7) or "unreliable" (> 0.7 or not
-    finite)."""
+    """"adequate" (k-hat < 0.5), "usable with correction" (0.5-0.7) or "unreliable" (> 0.7 or not finite)."""
     if not math.isfinite(khat) or khat > USABLE:
         return "unreliable"
     return "adequate" if khat < ADEQUATE else "usable with correction"
 
 
 def shown(khat: float) -> str:
-    """k-hat to two decimals, more where two would round it onto a threshold it is not on (0.4996
-    is "0.4996", not "0.50" beside "adequate"), so the text never contradicts its verdict."""
+    """k-hat as text, with more than two decimals where two would round it onto a threshold."""
     for digits in range(2, 17):
         text = f"{khat:.{digits}f}"
         if float(text) not in (ADEQUATE, USABLE) or float(text) == khat:
@@ -89,8 +45,7 @@ def shown(khat: float) -> str:
 
 
 def message(quality: dict) -> str:
-    """The plain-words line of a quality dict: verdict, k-hat (+- its sampling sd), ESS and what
-    to do."""
+    """The plain-words line of a quality dict: verdict, k-hat (+- its sd), ESS and what to do."""
     k, n = quality["khat"], quality["num_draws"]
     kt = "not finite" if k is None else shown(k)
     sd = quality.get("khat_sd")
@@ -126,11 +81,7 @@ def _psislw(lw):
 
 
 def _normals(res, num_draws, seed, start=0):
-    """(seed, draw, width) standard normals of draws start..num_draws - 1 of the check (width d, or
-    r + d for the factor family's (z, eps)): block j (draws j FIRST_DRAWS onwards) from NumPy's
-    PCG64 seeded by (seed, j), so a second look extends the first with the same numbers; on the
-    host, compiling nothing (a JAX normal of a new shape is an XLA compilation of 0.3-1.4 s, more
-    than the rest of the check on a fit of a few seconds)."""
+    """(seed, draw, width) host normals of draws start..num_draws - 1: block j from PCG64 seeded (seed, j)."""
     seeds = 1 if np.ndim(res.mean) == 1 else np.shape(res.mean)[0]
     width = res.dim + _rank(res)
     blocks = []
@@ -147,8 +98,7 @@ def _rank(res) -> int:
 
 
 def draws_of(res, num_draws, seed, start=0):
-    """(seed, draw, d) draws m + A xi of q at `_normals(res, num_draws, seed, start)` (m + B z +
-    D eps for the factor family)."""
+    """(seed, draw, d) draws m + A xi of q (m + B z + D eps for the factor family)."""
     xi = _normals(res, num_draws, seed, start)
     if _rank(res):
         return res.cov.draws(np.asarray(res.mean, np.float64), xi)
@@ -159,10 +109,7 @@ def draws_of(res, num_draws, seed, start=0):
 
 def log_weights(target, res, num_draws: int = NUM_DRAWS, seed: int = 0,
                 start: int = 0) -> np.ndarray:
-    """(seed, draw) raw log weights -V(x_j) - log q(x_j) at the draws x_j = m + A xi_j,
-    j = start..num_draws - 1, of `_normals(res, num_draws, seed, start)`, V by the objective
-    monitor's compiled batched potential (the data are its arguments; no new program);
-    -inf where V is not finite (a draw outside the support)."""
+    """(seed, draw) log weights -V(x_j) - log q(x_j) of draws start..num_draws - 1; -inf off the support."""
     if _rank(res):
         return _factor_log_weights(target, res, num_draws, seed, start)
     xi = _normals(res, num_draws, seed, start)
@@ -201,12 +148,7 @@ def _factor_log_weights(target, res, num_draws, seed, start=0):
 
 @in_float64
 def assess(target, res, num_draws: Optional[int] = None, seed: int = 0) -> tuple[dict, np.ndarray]:
-    """(quality dict, (seed, draw) PSIS-smoothed normalised log weights) of a fit: k-hat (the worst
-    seed's), the PSIS effective sample size 1 / sum w^2 (the worst seed's), the verdict and the
-    looks' draws; on FIRST_DRAWS draws of q per seed, extended to `second_look_draws` unless k-hat
-    is below 0.5 by more than its sampling sd, and to `third_look_draws` where k-hat is then within
-    its sd of 0.5 or 0.7, or above 0.7 (module docstring); or on `num_draws` when given. In float64
-    whatever the process's x64 setting."""
+    """(quality dict, (seed, draw) PSIS-smoothed log weights) of a fit, in up to three looks, in float64."""
     arviz()
     n = num_draws or FIRST_DRAWS
     lw = log_weights(target, res, n, seed)
@@ -248,9 +190,7 @@ def _fit_evals(res) -> float:
 
 
 def third_look_draws(res, drawn: int) -> int:
-    """Draws of q per seed of the third look (module docstring): BORDER_DRAWS (fewer where their
-    normals would pass MAX_BYTES), cut to the fit's own gradient and Hessian-vector evaluations per
-    seed but not below THIRD_DRAWS, in whole blocks of FIRST_DRAWS; never fewer than `drawn`."""
+    """Draws of q per seed of the third look: BORDER_DRAWS, cut to the fit's gradient count."""
     most = borderline_draws(res)
     budget = max(float(THIRD_DRAWS), _fit_evals(res))
     n = most if budget >= most else FIRST_DRAWS * int(budget // FIRST_DRAWS)
@@ -258,9 +198,7 @@ def third_look_draws(res, drawn: int) -> int:
 
 
 def second_look_draws(res) -> int:
-    """Draws of q per seed of the second look (module docstring): half the fit's own gradient and
-    Hessian-vector evaluations per seed, within SECOND_DRAWS..NUM_DRAWS (NUM_DRAWS in d = 1), and
-    fewer where their normals would pass MAX_BYTES (at least FIRST_DRAWS)."""
+    """Draws of q per seed of the second look: half the fit's gradient count (bounded)."""
     n = NUM_DRAWS
     if res.dim > 1:
         n = int(min(NUM_DRAWS, max(SECOND_DRAWS, _fit_evals(res) // 2)))
@@ -268,15 +206,12 @@ def second_look_draws(res) -> int:
 
 
 def borderline_draws(res) -> int:
-    """Draws of q per seed of the third look, taken where k-hat after the second is within its own
-    sampling sd of 0.5 or 0.7: BORDER_DRAWS, fewer where their normals would pass MAX_BYTES."""
+    """Draws of q per seed of a borderline third look: BORDER_DRAWS, fewer where normals pass MAX_BYTES."""
     return int(min(BORDER_DRAWS, max(FIRST_DRAWS, MAX_BYTES // (8 * res.dim))))
 
 
 def khat_sd(khat: float, num_draws: int) -> float:
-    """k-hat's asymptotic sampling sd |1 + k| / sqrt(M) for a generalised Pareto fit to the
-    M = min(S / 5, 3 sqrt(S)) largest of S weights (PSIS's tail; the maximum likelihood shape's
-    asymptotic variance (1 + k)^2 / M, Hosking & Wallis 1987)."""
+    """k-hat's asymptotic sd |1 + k| / sqrt(M), M = min(S / 5, 3 sqrt(S)) (Hosking & Wallis 1987)."""
     m = math.ceil(min(0.2 * num_draws, 3.0 * math.sqrt(num_draws)))
     return abs(1.0 + khat) / math.sqrt(m) if math.isfinite(khat) else math.inf
 
@@ -311,17 +246,14 @@ def _assess_lw(lw, seed):
 
 
 def _still_unreliable(quality: dict, earlier: float) -> dict:
-    """The quality of a longer look that did not clear the shorter look's k-hat above 0.7: below
-    0.7 by less than its own sd, the verdict stays "unreliable" (a skewed 1-D posterior, log of a
-    Gamma(0.3), gave k-hat 0.57-0.81 on 64,000 draws where its corrected sd was 25 % off)."""
+    """The quality of a longer look: "unreliable" stays unless k-hat is below 0.7 by its own sd."""
     q = dict(quality, verdict="unreliable", corrected=False, earlier_khat=float(earlier))
     q["message"] = message(q)
     return q
 
 
 def _weighted_stats(x, w, quantiles=(0.05, 0.95)):
-    """(mean, sd, quantiles) of draws x with normalised weights w (quantiles of the weighted
-    empirical distribution, linear between the cumulative weights' midpoints)."""
+    """(mean, sd, quantiles) of draws x with normalised weights w."""
     mean = float(np.sum(w * x))
     var = float(np.sum(w * (x - mean) ** 2)) / max(1.0 - float(np.sum(w * w)), 1e-300)
     order = np.argsort(x)
@@ -332,9 +264,7 @@ def _weighted_stats(x, w, quantiles=(0.05, 0.95)):
 
 
 def corrected_rows(res, rows: list) -> list:
-    """The summary rows with PSIS-corrected mean_psis, sd_psis, q5_psis, q95_psis where the fit is
-    not unreliable (k-hat <= 0.7), from the quality's own draws of q (seeds pooled, each seed's
-    weights given equal mass); the rows unchanged otherwise."""
+    """Summary rows with PSIS-corrected mean/sd/q5/q95 where k-hat <= 0.7; unchanged otherwise."""
     quality, lw = getattr(res, "quality", None), getattr(res, "quality_weights", None)
     if not quality or lw is None or not quality.get("corrected"):
         return rows
@@ -358,8 +288,7 @@ def corrected_rows(res, rows: list) -> list:
 
 
 def resample(res, num_draws: Optional[int] = None, seed: int = 0) -> np.ndarray:
-    """(num_draws, d) draws of q resampled with the PSIS weights (multinomial, seeds pooled, each
-    seed's weights given equal mass): approximately the posterior's where k-hat <= 0.7."""
+    """(num_draws, d) draws of q resampled with the PSIS weights (seeds pooled, equal mass per seed)."""
     quality, lw = getattr(res, "quality", None), getattr(res, "quality_weights", None)
     if not quality or lw is None:
         raise ValueError("this fit has no importance weights (fit(..., quality=False), or loaded)")

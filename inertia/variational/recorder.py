@@ -1,5 +1,4 @@
-"""Checkpoint history of a `fit` run: exact gaps where available, the objective estimate always
-when monitoring, the last snapshots (for restarts and tail averaging), and the final `FitResult`."""
+"""Checkpoint history of a `fit` run: exact gaps, the objective estimate, snapshots, the `FitResult`."""
 from __future__ import annotations
 
 import collections
@@ -41,14 +40,12 @@ class _Recorder:
         self.best = None  # (F_hat, m, A) of the best phase-1 checkpoint (seed mean)
 
     def host_cov(self, ms, As):
-        """Sigma per seed for (m, A) stacked over seeds, on the host (kernel.gaussian of NumPy arrays:
-        one d x d product, no program to compile)."""
+        """Sigma per seed for (m, A) stacked over seeds, on the host."""
         return np.stack([np.asarray(self.kernel.gaussian(VIState(m, A, m, A))[1], np.float64)
                          for m, A in zip(np.asarray(ms), np.asarray(As))])
 
     def start_averaging(self):
-        """From now on each checkpoint reports the running average of the iterates since here
-        (Polyak-Ruppert averaging; F is convex in (m, A), so the average beats the mean F)."""
+        """From now on each checkpoint reports the running average of the iterates (Polyak-Ruppert)."""
         self.avg_sum = None
         self.avg_count = 0
         self.avg_start = self.steps[-1]
@@ -125,8 +122,7 @@ class _Recorder:
         return bad
 
     def keep_lowest(self, candidates):
-        """Report the candidate (m, A) with the lowest F_hat (same draws) if it beats the final
-        answer: the averages before each averaging restart compete with the last one."""
+        """Report the candidate (m, A) with the lowest F_hat (same draws) if it beats the final answer."""
         if not candidates or self.monitor is None or not self.est_draws:
             return None
         ms = np.stack([c[0] for c in candidates])
@@ -144,8 +140,7 @@ class _Recorder:
                 "improvement": final - float(f[i])}
 
     def keep_best(self):
-        """After averaging: if the best phase-1 iterate beats the final answer by more than two
-        paired standard errors (same draws), report it instead (non-convex targets)."""
+        """After averaging: report the best phase-1 iterate if it beats the answer by two paired s.e."""
         if self.best is None or self.avg_start is None or not self.est_draws:
             return None
         if self.phase[-1] == 1:  # the last row was drawn by the averaging phase's monitor

@@ -1,8 +1,6 @@
-"""Divergence recovery: a block whose iterate became non-finite or exploded (or whose q put mass
-where V is not finite) restarts from the last finite checkpoint at a quarter of the step, with new
-keys, at most `max_recoveries` times (a policy of the run state, `inertia.variational.runstate`); past that,
-or when a smaller step cannot help (V non-finite at the start's own draws), the run stops and
-returns the last finite state."""
+"""Divergence recovery: restart a failed block from the last finite checkpoint at a quarter of the step,
+with new keys, at most `max_recoveries` times; past that the run stops at its last finite state.
+"""
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -24,8 +22,7 @@ class Failure(NamedTuple):
 
 
 def failure(rec, step: int, bad_draws, ok: np.ndarray, good: int, seeds) -> Failure:
-    """The Failure of a block whose chunk `good` failed (`ok`: (seeds, chunks, steps) finite flags;
-    `bad_draws`: the recorder's index of a checkpoint whose q-draws met a non-finite V, or None)."""
+    """The Failure of a block whose chunk `good` failed (finite flags `ok`, `bad_draws` or None)."""
     reason = ("potential V non-finite on draws of q (the log density is NaN or -inf where q puts "
               "mass)" if bad_draws is not None else
               "non-finite or exploding iterate (gradient or step too large)")
@@ -36,8 +33,7 @@ def failure(rec, step: int, bad_draws, ok: np.ndarray, good: int, seeds) -> Fail
 
 
 def recovery(enabled: bool, max_recoveries: int, name: str):
-    """Policy `recover(state, failure)`: restart from the last checkpoint at a quarter of the step
-    with new keys (an event), or give up (no event)."""
+    """Policy: restart from the last checkpoint at a quarter of the step with new keys, or give up."""
     def recover(s, fail: Failure):
         if not (enabled and s.recoveries < int(max_recoveries) and not fail.hopeless):
             return s, []
@@ -53,8 +49,7 @@ def recovery(enabled: bool, max_recoveries: int, name: str):
 
 
 def diverged(name: str, last: int, seeds, fail: Failure) -> dict:
-    """The run's `diverged` record (with a warning): it stops at its last finite state (update
-    `last`)."""
+    """The run's `diverged` record (with a warning): it stops at its last finite state."""
     _warnings.warn(f"{name}: divergence at step {fail.step} ({fail.reason}); stopping "
                    f"and returning the last finite state (step {last})", RuntimeWarning)
     return {"step": fail.step, "last_finite_step": last, "seeds": fail.seeds or seeds,

@@ -1,7 +1,4 @@
-"""Method registry: name -> algorithm + estimator + default step rule.
-
-Adding a method is one entry here (plus one file if it needs a new estimator or algorithm).
-"""
+"""Method registry: name -> algorithm + estimator + default step rule (one entry per method)."""
 from __future__ import annotations
 
 import math
@@ -57,10 +54,7 @@ def _dgg_rule(alpha, beta, d, b):
 
 
 def _set_bounds(target, options):
-    """(alpha, beta) that define the feasible set, and the options left for the estimator.
-
-    `set_bounds=(alpha, beta)` widens K_L / K_C without touching the step rule (used when estimated
-    bounds put the optimum on the boundary)."""
+    """(alpha, beta) of the feasible set (`set_bounds` widens it) and the estimator's options."""
     options = dict(options or {})
     a, b = options.pop("set_bounds", None) or (target.alpha, target.beta)
     return float(a), float(b), options
@@ -205,8 +199,7 @@ METHODS = {m.name: m for m in [
 ]}
 
 class Family(NamedTuple):
-    """A Gaussian family q = N(m, Sigma) that `fit` can fit: the form of Sigma, its memory, and
-    where its updates live."""
+    """A Gaussian family q = N(m, Sigma) that `fit` can fit: the form of Sigma, its memory, coordinates."""
 
     name: str
     covariance: str

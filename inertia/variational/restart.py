@@ -1,11 +1,5 @@
-"""Adaptive momentum restart for the accelerated kernels (O'Donoghue & Candes 2015, gradient scheme).
-
-Restart (momentum reset: the auxiliary point set to the new iterate) whenever
-<y_k - x_{k+1}, x_{k+1} - x_k> > 0, i.e. the step direction disagrees with the gradient mapping
-G(y_k) = (y_k - x_{k+1}) / eta. With wrong curvature constants the momentum is too large or too small
-for the target; restarting recovers the sqrt(kappa)-type rate without knowing kappa. With stochastic
-estimates the test fires at random near the noise floor, which turns the method into its plain twin
-there (whose floor is lower). Off by default: with exact bounds every algorithm stays the paper's.
+"""Adaptive momentum restart (O'Donoghue & Candes 2015, gradient scheme): reset the momentum whenever
+<y_k - x_{k+1}, x_{k+1} - x_k> > 0. Off by default: with exact bounds every algorithm stays the paper's.
 """
 from __future__ import annotations
 

@@ -23,10 +23,9 @@ from .._cost import describe
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 @dataclasses.dataclass(repr=False)
 class FitResult(Result):
-    """Outcome of `fit`. With several seeds, arrays carry a leading seed axis.
+    """Outcome of `fit` (a leading seed axis with several seeds).
 
-    `history` holds numpy arrays over checkpoints: step, gap, objective, grad_evals, hvp_evals,
-    seconds (gap/objective have a seed axis when several seeds ran; NaN where unavailable).
+    `history`: step, gap, objective, grad_evals, hvp_evals, seconds over checkpoints (NaN: unavailable).
     """
 
     method: str
@@ -131,10 +130,7 @@ class FitResult(Result):
         }
 
     def summary(self, num_draws: int = 4000, seed: int = 0) -> list:
-        """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, constrained by site for NumPyro
-        models (Monte Carlo over `num_draws` draws of q per seed, the draws of `to_arviz`), and
-        where q is not unreliable (Pareto k-hat <= 0.7) their PSIS-corrected twins mean_psis,
-        sd_psis, q5_psis, q95_psis (`variational.quality`, on the quality check's own draws)."""
+        """Rows (name, mean, sd, 5 %, 95 %) of q's marginals, with PSIS-corrected twins where k-hat <= 0.7."""
         line = None if self.converged else self.verdict.line()
         if line is not None:
             _warnings.warn(f"{self.method}: {line}; these marginals are not to be trusted",
@@ -144,16 +140,14 @@ class FitResult(Result):
         return corrected_rows(self, fit_summary(self, num_draws, seed))
 
     def table(self, **kw) -> str:
-        """The summary as an aligned text table, headed by NOT CONVERGED and the reason when the
-        run did not converge, and by the approximation's quality (which columns are corrected)."""
+        """The summary as an aligned text table, headed by its verdict lines."""
         with warnings.catch_warnings():  # said in the table itself
             warnings.simplefilter("ignore", RuntimeWarning)
             rows = self.summary(**kw)
         return "\n".join([*self.verdict_lines(), format_table(rows, table_columns(rows))])
 
     def verdict_lines(self) -> list:
-        """NOT CONVERGED and its reason (when the optimiser did not converge), the approximation's
-        quality, and which columns are importance-corrected."""
+        """NOT CONVERGED and its reason, the approximation's quality, and which columns are corrected."""
         out = super().verdict_lines()
         if self.quality is not None:
             out.append(self.quality["message"])
@@ -171,8 +165,7 @@ class FitResult(Result):
         return report_text(self, out, None)
 
     def psis_draws(self, num_draws: Optional[int] = None, seed: int = 0) -> np.ndarray:
-        """(num_draws, d) draws of q resampled by their PSIS weights (unconstrained coordinates;
-        default as many as the quality check drew); refused when k-hat > 0.7."""
+        """(num_draws, d) draws of q resampled by their PSIS weights; refused when k-hat > 0.7."""
         return resample(self, num_draws, seed)
 
     def _shape(self) -> str:
@@ -195,10 +188,7 @@ def _num(v):
 
 
 def hitting_step(result: FitResult, threshold: float, *, relative: bool = False):
-    """First checkpoint step where the seed-mean gap is <= threshold (x initial gap if relative).
-
-    Returns None when the run never gets there (right-censored).
-    """
+    """First checkpoint step where the seed-mean gap is <= threshold (x initial gap if relative), or None."""
     g = result.history["gap"]
     if g is None:
         raise ValueError("this fit has no gap history")

@@ -1,9 +1,6 @@
-"""The driver loop of `fit`: compiled blocks of scanned updates between checkpoints, and the
-policies that act between blocks (recovery, feasible-set and bound watches, stopping, averaging),
-each a pure function of the run state (`inertia.variational.runstate`) whose result the runner applies.
-
-The kernel is built here (and rebuilt with a smaller step or a wider feasible set); each block shape
-compiles once, the step parameters (eta, s) being arguments of the compiled block.
+"""The driver loop of `fit`: compiled blocks of scanned updates between checkpoints, and the policies
+between blocks (recovery, feasible-set and bound watches, stopping, averaging), each a pure function
+of the run state (`inertia.variational.runstate`) that the runner applies.
 """
 from __future__ import annotations
 
@@ -36,10 +33,7 @@ from .widen import reestimation, widening
 
 DIVERGENCE_LIMIT = 1e30  # |mean| or |factor| entries above this count as divergence
 def _block_fn(kernel_at):
-    """jit(vmap over seeds) of a block: scan over chunks of scanned steps, snapshots per chunk.
-
-    `kernel_at(params)` builds the kernel inside the trace from the step parameters (eta, s), an
-    unbatched argument: a new step size (averaging, recovery) reuses the compiled block."""
+    """jit(vmap over seeds) of a block: a scan over chunks of steps, (eta, s) as arguments."""
     def block(state, block_keys, params):  # block_keys: (chunks, chunk length, 2) for one seed
         kernel = kernel_at(params)
 
@@ -81,10 +75,7 @@ def _step_keys(num_steps, fold):
 
 
 class KeyRows:
-    """The rows of `step_keys(seeds, num_steps, attempt)`, computed when a block needs them: with
-    JAX's partitionable threefry (its default), row i of split(key, n) is threefry(key, i) whatever
-    n, so rows [start, start + count) cost that many keys and a budget of 10^12 updates no table up
-    front. With the non-partitionable variant the whole table is built, as before."""
+    """The rows of `step_keys(seeds, num_steps, attempt)`, computed when a block needs them."""
 
     def __init__(self, seeds, num_steps, attempt=0):
         self.seeds = np.asarray(seeds)
@@ -145,8 +136,7 @@ class Loop:
 
 
 class Runner:
-    """Builds the kernel (rebuilt with a smaller step on divergence, a wider set on the boundary),
-    compiles each block shape once, and drives blocks with checkpoints, monitor and stopping."""
+    """Builds and rebuilds the kernel, compiles each block shape once, drives blocks with checkpoints."""
 
     def __init__(self, target, method, opts, batch_size, step_size, options, num_seeds,
                  dtype="float64"):
@@ -219,10 +209,7 @@ class Runner:
         return int(min(self.auto_every(o.window, o.monitor_draws), max(1, num_steps // 100)))
 
     def auto_every(self, window, monitor_draws=None):
-        """Checkpoint spacing for the stopping rule: a window spans ~4 s updates (s: the
-        acceleration parameter; 1 / (eta alpha) for plain methods; 1 / eta for natural-gradient
-        ones), the scale of one contraction; natural-gradient runs check at most every
-        monitor_draws / b updates (the monitor's potential calls at most the updates' gradients)."""
+        """Checkpoint spacing for the stopping rule: a window spans ~4 s updates (one contraction)."""
         if self.m_spec.natural:
             s = 1.0 / self.rule.eta
             floor = math.ceil(monitor_draws / self.batch_size) if monitor_draws else 1
@@ -288,11 +275,7 @@ class Runner:
                         **loop.counters)
 
     def apply(self, loop, policy) -> bool:
-        """Run `policy(state) -> (state, events)` and apply its result: the recorder's extra
-        Hessian-vector products, the running average's start, the stopping rule, a kernel rebuilt
-        for new bounds or a new step, a restart from the last checkpoint, new keys after a
-        recovery, the queue; record its events (warning where they say). True when it acted
-        (gave an event)."""
+        """Run `policy(state) -> (state, events)`, apply it and record its events; True when it acted."""
         old = self.run_state(loop)
         new, events = policy(old)
         rec = loop.rec
@@ -319,8 +302,7 @@ class Runner:
         return bool(events)
 
     def _finish(self, loop):
-        """Report an earlier average, or the best iterate before averaging, where it beats the last
-        average (the recorder's `keep_lowest`, `keep_best`); each as an event."""
+        """Report an earlier average or the best pre-averaging iterate where it beats the last average."""
         rec, earlier = loop.rec, loop.counters.get("earlier", ())
         if earlier and loop.diverged is None:
             kept = rec.keep_lowest(list(earlier))
@@ -413,8 +395,7 @@ class Runner:
 
 
 def _progress(bar, rec, offset=0.0):
-    """The bar at the last checkpoint, with F_hat in the target's coordinates (offset: the
-    whitening's log-determinant, as `unwhiten` applies it)."""
+    """The bar at the last checkpoint, F_hat in the target's coordinates."""
     f = rec.est_value[-1] if rec.est_value else None
     bar.update(max(rec.steps[-1] - bar.done, 0),
                F_hat=None if f is None else float(np.nanmean(f)) + offset)

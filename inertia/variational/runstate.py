@@ -1,23 +1,13 @@
-"""The run state the policies between blocks act on (`policy(state) -> (state, events)`, in the
-manner of optax's `apply_if_finite` and `reduce_on_plateau`): the policies read it and return it
-changed, with their events; the runner applies the change (rebuilds the kernel, restarts from the
-last checkpoint, starts the running average, runs the new queue)."""
+"""The run state the policies between blocks act on (`policy(state) -> (state, events)`, as optax's
+`apply_if_finite`); the runner applies the change.
+"""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
 
 
 class RunState(NamedTuple):
-    """What the policies read and change, and what they ask the runner to do.
-
-    Read: the last checkpoint's update `step`, the number of `checkpoints`, the budget `num_steps`,
-    the checkpoint spacing `every`, the last checkpoint's factors `last_A` and its reported
-    (means, factors) `final`, and `covariance` ((means, factors) stacked over seeds -> covariances).
-    Changed: the blocks still to run `queue`, the stopping `rule`, the update the running average
-    started at `averaging_from`, the `target` (its bounds), the feasible set `set_bounds`, the step's
-    multiplier `eta_scale` (the step is `base_step` x `eta_scale`), the policies' own counters, and
-    the requests `restart` (from the last checkpoint, momentum reset), `start_average` (at the last
-    checkpoint) and `hvps` (Hessian-vector products spent outside the updates)."""
+    """What the policies read (step, budget, factors) and change (queue, rule, step, requests)."""
 
     step: int
     checkpoints: int
@@ -57,10 +47,7 @@ QUEUE_WINDOW = 1024  # checkpoint blocks listed at a time; a mark continues the 
 
 
 def checkpoint_blocks(start: int, until: int, every: int) -> tuple:
-    """Blocks (start, 1, length) of one checkpoint each from update `start` to `until`, at most
-    QUEUE_WINDOW of them, then (when more remain) the mark (next start, 0, until) from which the
-    runner lists the next window: a budget of 10^12 updates under the stopping rule is not listed
-    up front."""
+    """Blocks (start, 1, length) of one checkpoint each, at most QUEUE_WINDOW, then a mark for the next."""
     stop = min(until, start + QUEUE_WINDOW * every)
     blocks = tuple((i, 1, min(every, until - i)) for i in range(start, stop, every))
     return blocks + (((stop, 0, until),) if stop < until else ())
@@ -72,8 +59,7 @@ def fixed_every(num_steps: int, checkpoint_every=None) -> int:
 
 
 def fixed_blocks(num_steps: int, every: int) -> list:
-    """Blocks (start, chunks, chunk length) covering a run without stopping rule, checkpoints
-    every `every` updates, in at most about MAX_BLOCKS blocks."""
+    """Blocks (start, chunks, chunk length) covering a run without stopping rule, at most ~MAX_BLOCKS."""
     nfull, rem = divmod(num_steps, every)
     per = max(1, -(-nfull // MAX_BLOCKS))
     out = [(i * every, min(per, nfull - i), every) for i in range(0, nfull, per)]

@@ -1,12 +1,7 @@
-"""The verdict every `fit` ends with: an `inertia.verdict.Verdict` whose numbers hold the stop
-(`stop`: why the optimiser stopped, `step`, and the figures its rule compared).
+"""The verdict every `fit` ends with: an `inertia.verdict.Verdict` whose numbers hold the stop.
 
-Runs that the stopping rule did not end (paper mode, a divergence) get one here without any change
-to the updates: the objective trace over the last `window` checkpoints (exact F where the target
-has it, else the common-random-number F_hat) still falling by more than max(tol, 2 s.e.) means not
-converged; so does a divergence, an improper target (`targets.mode.probe_unbounded`) and, in paper
-mode, an iterate left on the boundary of the feasible set the given bounds imply. A monitored run
-that ran out of updates gets `budget_verdict`.
+Runs the stopping rule did not end are judged here without changing the updates: a falling objective
+trace, a divergence, an improper target or (paper mode) an iterate on the feasible set's boundary.
 """
 from __future__ import annotations
 
@@ -42,9 +37,7 @@ def diverged_verdict(diverged: dict, step: int) -> Verdict:
 
 
 def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> Verdict:
-    """Whether the objective plateaued over the last `window` checkpoints (at most the second half
-    of the checkpoints) of a run without a stopping rule: paired F_hat differences (monitor) or the
-    exact objective's trace."""
+    """Whether the objective plateaued over the last `window` checkpoints of a run without stopping rule."""
     step = rec.steps[-1]
     n = len(rec.steps)
     if n < 3:
@@ -75,8 +68,7 @@ def trace_verdict(rec, window: int, tol: float = PLATEAU_TOL) -> Verdict:
 
 def boundary_verdict(feasible: Optional[str], last_A, set_bounds, step: int,
                      method: str) -> Optional[Verdict]:
-    """Paper mode: the last iterate on the boundary of the feasible set built from the given bounds
-    (the projection or prox still binds): the bounds look wrong. A warning and a verdict, or None."""
+    """Paper mode: a warning and verdict where the last iterate is on the feasible set's boundary; or None."""
     if feasible is None or last_A is None:
         return None
     sides = [boundary(feasible, np.asarray(A), *set_bounds) for A in last_A]
@@ -104,8 +96,7 @@ def improper_verdict(probe: dict, step: int) -> Verdict:
 
 
 def budget_verdict(rec, rule, num_steps: int) -> Verdict:
-    """Why a monitored run ended without the stopping rule firing: the averaging phase ran its
-    course, or the budget ended it; either way whether F_hat was still falling (unconverged)."""
+    """Why a monitored run ended without its stopping rule, and whether F_hat was still falling."""
     falling = rule.falling()
     out = {"decrease": rule.decrease, "stderr": rule.stderr}
     if rec.avg_start is None:
@@ -121,8 +112,7 @@ def budget_verdict(rec, rule, num_steps: int) -> Verdict:
 
 
 def with_quality(verdict: Verdict, quality: dict) -> Verdict:
-    """The verdict with the approximation's quality (`variational.quality`): its word and numbers (Pareto
-    k-hat, PSIS ESS); `converged` (the optimiser's) kept."""
+    """The verdict with the approximation's quality (word, k-hat, PSIS ESS); `converged` kept."""
     return dataclasses.replace(verdict.with_numbers(pareto_khat=quality["khat"],
                                                     psis_ess=quality["ess"]),
                                quality=quality["verdict"])

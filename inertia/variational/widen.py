@@ -1,8 +1,6 @@
-"""Watches on estimated curvature bounds during a run, as policies of the run state
-(`policy(state) -> (state, events)`, `inertia.variational.runstate`): the feasible set they imply is widened
-when the iterate sits on its boundary, and the bounds are re-measured at draws of the current q (a
-MAP's curvature can be far from the typical set's: funnels). A policy that changes the bounds asks
-for a restart from the last checkpoint; the runner rebuilds the kernel."""
+"""Watches on estimated curvature bounds during a run, as policies of the run state: widen the feasible set
+at its boundary, re-measure the bounds at draws of the current q (docs/vi.md).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +21,7 @@ def unchanged(state):
 
 
 def widening(enabled: bool, feasible, name: str):
-    """Policy: widen the feasible set when the iterate sat on its lower (upper) side WIDEN_AFTER
-    checkpoints in a row (methods with a feasible set, `widen=True`)."""
+    """Policy: widen the feasible set after WIDEN_AFTER checkpoints in a row on one side."""
     if not (enabled and feasible):
         return unchanged
 
@@ -47,9 +44,7 @@ def widening(enabled: bool, feasible, name: str):
 
 
 def reestimation(curvature):
-    """Policy: every REESTIMATE_EVERY checkpoints before averaging, re-measure estimated bounds
-    (`curvature`: their CurvatureEstimate; None: given bounds, never) at draws of the current q;
-    rebuild with the new step when beta moved by more than REBUILD_RATIO."""
+    """Policy: every REESTIMATE_EVERY checkpoints re-measure estimated bounds at draws of q."""
     if curvature is None:
         return unchanged
 
@@ -63,8 +58,7 @@ def reestimation(curvature):
 
 
 def reestimate(s):
-    """Bounds under the last checkpoint's q: the state with the new bounds (the feasible set the
-    union of the old and new) and a restart when they moved enough, and the event."""
+    """Bounds under the last checkpoint's q: the new state, a restart if they moved enough, an event."""
     m, A = s.final[0][0], s.final[1][0]
     cov = s.covariance(np.asarray(m)[None], np.asarray(A)[None])[0]
     try:

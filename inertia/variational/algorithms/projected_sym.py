@@ -2,18 +2,8 @@
 
 y_k = (s x_k + v_k)/(s + 1);  x_{k+1} = P(y_k - eta g_k);
 v_{k+1} = P((1 - 1/s) v_k + y_k/s - g_k/(alpha s)), g_k a FULL grad F estimate (STL, Price-STL).
-Plain: x_{k+1} = P(x_k - eta G(x_k)). P clips the spectrum of C to [lower, upper].
-
-P costs a d x d eigendecomposition, but near the optimum the iterates lie inside K_C (the bounds
-leave a factor 2 around spec(Sigma*^{1/2})), where P(C) = sym(C), and in the transient the
-v-argument often has its whole spectrum below lower (P(C) = lower I) or above upper (upper I).
-So P first classifies sym(C) with Cholesky factorisations of sym(C) - lower I, upper I - sym(C),
-lower I - sym(C) or sym(C) - upper I (d^3/3 flops each, at most three, against ~9 d^3 for eigh;
-O(d^2) bounds first: min(spec) <= diag S <= max(spec), max(spec) <= min(||S||_inf, ||S||_F))
-and decomposes only when the spectrum straddles a bound. Under vmap (several seeds) the batch
-decomposes when any member straddles, and the others keep their closed form, so a seed's numbers
-do not depend on the batch. The closed forms differ from Q clip(w) Q^T by rounding only
-(~1e-16 relative).
+Plain: x_{k+1} = P(x_k - eta G(x_k)). P clips the spectrum of C to [lower, upper], by closed forms
+where Cholesky tests allow (docs/vi.md).
 """
 from __future__ import annotations
 
