@@ -32,12 +32,7 @@ class CalibrationWarning(UserWarning):
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class CalibrationResult(Result):
-    """Output of `calibrate`: draws (chain, draw, dim), Lambda, targets, predictions and checks.
-
-    `max_z` is the largest |empirical - predicted| / standard error over covariance entries and
-    `z_threshold` the Bonferroni bound it is compared with; the verdict has a problem when it is
-    exceeded.
-    """
+    """Output of `calibrate`: draws (chain, draw, dim), Lambda, predictions, covariance check."""
 
     draws: np.ndarray
     Lambda: np.ndarray
@@ -93,8 +88,7 @@ class CalibrationResult(Result):
 
     @property
     def verdict(self) -> Verdict:
-        """The run's `inertia.verdict.Verdict`: the chains' mixing (R-hat, ESS) and the covariance
-        check, with max_z and its bound among the numbers."""
+        """The run's `Verdict`: the chains' mixing (R-hat, ESS) and the covariance check."""
         v = (self.diagnostics.verdict if self.diagnostics is not None else
              Verdict(False, ("too few draws to judge the chains' mixing",)))
         v = v.with_numbers(max_z=self.max_z, z_threshold=self.z_threshold)
@@ -123,8 +117,7 @@ def rel_fro(A, B) -> float:
 
 
 def empirical_ess(draws: np.ndarray) -> np.ndarray:
-    """Bulk effective sample size per coordinate of (chain, draw, dim) draws (the
-    rank-normalised estimator of the diagnostics)."""
+    """Bulk ESS per coordinate of (chain, draw, dim) draws."""
     return convergence.ess_bulk(draws)
 
 
@@ -150,8 +143,7 @@ DEFAULT_TARGET_ESS = 400.0
 
 
 def _resolve_large(model, data, loss_kw, large, chunk):
-    """A `large.LargeGLM` when the data are a file, a row source, or arrays of more than
-    LARGE_ROWS rows (or large=True); else None."""
+    """A `large.LargeGLM` for a file, a row source or more than LARGE_ROWS rows (or large=True); else None."""
     from pathlib import Path
 
     if isinstance(model, LargeGLM):
@@ -204,9 +196,7 @@ def _check_args(m, *, num_steps, target_ess, thin, num_chains, momentum, tempera
 
 
 def _curvature(m, lm, *, devices, chunk, subsample, seed, quad_rows, t0) -> tuple:
-    """Offline stage (theta_hat, J, I, Sigma*) after checking theta_hat exists: chunked passes for
-    a LargeGLM (sharded over `devices`), else in memory; (curvature, sharded rows or None, the
-    time its clock starts)."""
+    """Offline stage (theta_hat, J, I, Sigma*): chunked passes for a LargeGLM, else in memory."""
     sharded = None
     if lm is not None:
         if devices is not None:
@@ -233,8 +223,7 @@ def _starts(curv, st, init: str, num_chains: int, key) -> np.ndarray:
 def _run_chains(m, lm, sharded, Lambda, tau, starts, key, *, fixed, num_steps, burn_in, thin,
                 target_ess, max_steps, num_chains, batch_size, temperature, replacement,
                 momentum) -> tuple:
-    """SG(L)D draws (chain, draw, dim): exactly num_steps in one compiled program (in memory,
-    fixed), or blocks until `stream.run_to_ess` stops; (draws, burn_in, thin, steps run)."""
+    """SG(L)D draws (chain, draw, dim), fixed length or to ESS; (draws, burn_in, thin, steps)."""
     motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
                   momentum=momentum)
     if fixed and lm is None:
@@ -285,27 +274,11 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
               target_ess: Optional[float] = None, max_steps: Optional[int] = None,
               large: Optional[bool] = None, devices=None, quad_rows="auto",
               chunk: int = 1 << 15, **model_kw) -> CalibrationResult:
-    """Algorithm 1: estimate theta_hat, J, I, Sigma* = S / N (on a subsample of M), tune Lambda,
-    run `num_chains` SG(L)D chains and compare draws with predictions.
+    """Algorithm 1: estimate theta_hat, J, I, Sigma* = S / N, tune Lambda, run SG(L)D chains, check draws.
 
-    `init="stationary"` starts chains at theta_hat + N(0, predicted Sigma) (Algorithm 1 allows
-    any warm start), "map" at theta_hat. With `num_steps` alone, exactly that many steps per
-    chain; burn-in defaults to max(num_steps // 10, 3 x worst IAT), capped at num_steps // 2.
-    With `target_ess` (default 400 when num_steps is None) the chains run in blocks until every
-    coordinate has bulk ESS >= target_ess and R-hat <= 1.01, or `max_steps` (default 10 x the
-    first block); the first block is num_steps, or the steps the predicted IAT says reach the
-    target (about target_ess x N / (B x chains): it scales with N / B), burn-in 3 x worst IAT and
-    thinning (default) worst IAT / 8.
-    Data given as a file path (.npy memory-mapped, .parquet, .csv; `response=` names y), a row
-    source (`inertia.data.sources`), or (X, y) of more than LARGE_ROWS rows (or large=True) use
-    chunked passes (`large`: never an N x D x D array) and minibatch rows gathered per block of
-    steps; `devices` ("all" or a list) shards the rows over devices (`jax.sharding`, also across
-    `jax.distributed` hosts). The quadratic term of eq. 16 (cost O(rows D^4)) then uses
-    `quad_rows` random rows ("auto": rows x (D(D+1)/2)^2 <= 3e8, at least 20 000; None: all).
-    A `CalibrationWarning` is issued when some covariance entry differs from the prediction by
-    more than the Bonferroni z bound at `level` (Gaussian MC errors with the predicted
-    autocovariances), and when the chains have not mixed by the criteria `inertia.mcmc` uses
-    (`inertia.diagnostics`: rank R-hat <= 1.01, bulk ESS >= 100); `names` label the parameters.
+    `init`: "stationary" or "map". `num_steps` alone runs exactly that; `target_ess` runs to ESS and R-hat
+    within `max_steps`. Data: arrays, a file path or a row source (`response=`); `large`, `devices`,
+    `quad_rows` for chunked passes; `level` for the covariance check; `names` label the parameters.
     """
     seed = check_seed(seed)
     motion = dict(batch_size=batch_size, temperature=temperature, replacement=replacement,
@@ -345,8 +318,7 @@ def calibrate(model, data=None, *, batch_size: int, tuning: str = "dq-exact",
 def _validate(model, data, kw, *, large, devices, chunk, num_steps, target_ess, tuning, seed,
               thin, init, num_chains, subsample, batch_size, temperature, replacement,
               momentum) -> tuple:
-    """The model (in memory or a LargeGLM), clear errors for invalid arguments, and the run's
-    settings: (model, LargeGLM or None, fixed length?, target_ess, settings)."""
+    """Clear errors for invalid arguments; (model, LargeGLM or None, fixed?, target_ess, settings)."""
     lm = _resolve_large(model, data, kw, large if devices is None else True, chunk)
     if lm is None and devices is not None:
         raise ValueError("devices= needs a GLM given by name with (X, y), a file or a row source")
@@ -371,9 +343,7 @@ def _validate(model, data, kw, *, large, devices, chunk, num_steps, target_ess, 
 
 
 def _covariance_check(draws, st, tau, thin, level) -> dict:
-    """Empirical against predicted covariance (Bonferroni z bound at `level`, Gaussian MC errors
-    with the predicted autocovariances; a CalibrationWarning beyond it) and ESS against the
-    prediction: the CalibrationResult's fields."""
+    """Empirical against predicted covariance (Bonferroni z at `level`) and ESS: the result's fields."""
     if not np.all(np.isfinite(draws)):
         raise FloatingPointError("SG(L)D diverged (non-finite iterates); the proxy is not valid "
                                  "for this model at this step size")

@@ -1,5 +1,4 @@
-"""Whether theta_hat = argmin L exists and is unique for a GLM: rank, separation and escape
-directions found by a linear program (`check_estimate_exists`)."""
+"""Whether theta_hat = argmin L exists and is unique for a GLM (rank, separation, a linear program)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -10,8 +9,7 @@ from .models import Model
 
 
 class NoEstimateError(ValueError):
-    """theta_hat = argmin L does not exist (separation, all-zero counts) or is not unique;
-    `parameter` is the index the loss's escape direction weights most (None if not applicable)."""
+    """theta_hat does not exist or is not unique; `parameter`: the escape direction's largest index."""
 
     def __init__(self, message: str, parameter: Optional[int] = None):
         super().__init__(message)
@@ -19,8 +17,7 @@ class NoEstimateError(ValueError):
 
 
 def _recession_direction(X: np.ndarray, zero_on: np.ndarray, sign: np.ndarray):
-    """A direction v != 0 with sign_i x_i^T v <= 0 for all i, = 0 where `zero_on`, and < 0 for
-    some i (the loss then decreases forever along v), by a linear program; None if there is none."""
+    """A direction v != 0 with sign_i x_i^T v <= 0, strict for some i, by a linear program; or None."""
     import scipy.optimize
 
     A = sign[:, None] * X                      # want A v <= 0, A v >= -1 (bounded), sum A v min
@@ -37,9 +34,7 @@ def _recession_direction(X: np.ndarray, zero_on: np.ndarray, sign: np.ndarray):
 
 
 def check_estimate_exists(model: Model) -> None:
-    """Raise NoEstimateError when theta_hat does not exist or is not unique for a GLM without a
-    full-rank prior: fewer rows than parameters, collinear predictors, perfect or quasi-complete
-    separation (logistic), or a direction along which every count's mean can shrink (Poisson)."""
+    """Raise NoEstimateError when theta_hat does not exist or is not unique (rank, separation, counts)."""
     if not model.is_glm or np.linalg.matrix_rank(model.gamma) == model.dim:
         return
     X, y = np.asarray(model.X, np.float64), np.asarray(model.y, np.float64)
@@ -76,9 +71,7 @@ CHECK_ROWS = 20_000
 
 
 def _subsample_proves_estimate(model: Model, X: np.ndarray, y: np.ndarray) -> bool:
-    """True when CHECK_ROWS random rows already have full rank and no escape direction: then all
-    rows have neither (a direction for all rows is one for the subsample, and a full-rank
-    subsample makes it strict on some of its rows)."""
+    """True when CHECK_ROWS random rows have full rank and no escape direction (then all rows have none)."""
     idx = np.sort(np.random.default_rng(0).choice(X.shape[0], size=CHECK_ROWS, replace=False))
     Xs, ys = X[idx], y[idx]
     if np.linalg.matrix_rank(Xs) < X.shape[1]:

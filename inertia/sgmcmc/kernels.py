@@ -1,10 +1,7 @@
 """Preconditioned SGD / SGLD kernels (eq. 4, with momentum eq. B.3), BlackJAX style.
 
-`build_kernel(grad_fn, Lambda, temperature=, momentum=)` returns `step(key, state, idx)`: the key
-drives the injected Gaussian noise, `idx` are the minibatch indices (draw them with
-`minibatch_indices`). `grad_fn(theta, idx)` is the minibatch gradient G_t of eq. 3, e.g.
-`model.minibatch_grad` or the proxy gradient of eq. 11 from `proxy_gradient`. `sample` runs
-vmapped chains with `lax.scan` and returns draws shaped (chain, draw, dim).
+`build_kernel(grad_fn, Lambda, temperature=, momentum=)` returns `step(key, state, idx)`; `sample`
+runs vmapped chains with `lax.scan` and returns draws shaped (chain, draw, dim).
 """
 from __future__ import annotations
 
@@ -49,9 +46,7 @@ def minibatch_indices(key, num_obs: int, batch_size: int, replacement: bool = Tr
 
 def build_kernel(grad_fn: Callable[[Array, Array], Array], Lambda, *, temperature=math.inf,
                  momentum: float = 0.0):
-    """One SG(L)D step: m_t = kappa m_{t-1} + G_t(theta_{t-1}); theta_t = theta_{t-1} - Lambda m_t
-    + sqrt(2 Lambda / beta) xi_t (eq. 4 / B.3). beta = inf is SGD; Lambda any (D, D) matrix for SGD,
-    symmetric positive definite for finite beta; a 1-D Lambda is a diagonal preconditioner."""
+    """One SG(L)D step (eq. 4 / B.3); beta = inf is SGD, a 1-D Lambda a diagonal preconditioner."""
     Lam = jnp.asarray(Lambda, dtype=jnp.float64)
     beta = math.inf if temperature is None else float(temperature)
     if not beta > 0:
@@ -94,13 +89,7 @@ def _kernel(grad_fn, Lam, root, kappa):
 def make_sampler(grad_fn, *, num_obs: Optional[int] = None, batch_size: int, num_draws: int,
                  replacement: bool = True, thin: int = 1, burn_in: int = 0,
                  temperature=math.inf, momentum: float = 0.0):
-    """A jitted `run(key, Lambda, init_positions) -> draws (chain, draw, dim)`, reusable for many
-    preconditioners (Lambda is traced; for SGLD its Cholesky factor is taken in the graph, so
-    Lambda must be symmetric positive definite; a 1-D Lambda is a diagonal preconditioner).
-
-    `grad_fn` is a `Model` (its data become a traced argument, so data sets of the same kind and
-    shape share one compilation) or a function grad(theta, idx).
-    """
+    """A jitted `run(key, Lambda, init_positions) -> draws (chain, draw, dim)` for any preconditioner."""
     beta = math.inf if temperature is None else float(temperature)
     if isinstance(grad_fn, Model):
         fn, data = grad_fn.sampler_parts()
@@ -152,8 +141,7 @@ def _run_data(key, Lam, init_positions, data, *, grad_fn, num_obs, batch_size, r
 
 
 def proxy_gradient(model: Model, theta_hat) -> Callable[[Array, Array], Array]:
-    """Minibatch gradient of the second-order proxy (eq. 11): mean_{n in idx} [grad l_n(theta_hat)
-    + J_n (theta - theta_hat)] + Gamma theta / N. GLMs use J_n e = w_n x_n (x_n^T e)."""
+    """Minibatch gradient of the second-order proxy (eq. 11)."""
     th = jnp.asarray(theta_hat, dtype=jnp.float64)
     G0 = model.example_grads(th)
     gamma = None if model.prior_precision is None else jnp.asarray(model.prior_precision)
@@ -219,11 +207,7 @@ _run_chains = jax.jit(_scan_chains, static_argnames=("step", "num_obs", "batch_s
 
 def sample(key, step, init_positions, *, num_obs: int, batch_size: int, num_draws: int,
            replacement: bool = True, thin: int = 1, burn_in: int = 0):
-    """Run chains from `init_positions` (chain, dim); returns (draws (chain, draw, dim), final states).
-
-    Each chain does `burn_in` steps, then `num_draws * thin` steps keeping every `thin`-th; the
-    step is vmapped over chains inside one `lax.scan`. Same key -> same numbers.
-    """
+    """Run chains from `init_positions` (chain, dim); (draws (chain, draw, dim), final states)."""
     init_positions = jnp.atleast_2d(jnp.asarray(init_positions, dtype=jnp.float64))
     if not 1 <= batch_size <= num_obs:
         raise ValueError(f"batch size must be in [1, N={num_obs}]; got {batch_size}")

@@ -1,11 +1,7 @@
 """Algorithm 1's offline step for GLMs on data that need not fit in memory: chunked passes only.
 
-`LargeGLM` is a GLM whose rows live in a row source (`inertia.data.sources`: arrays, a
-memory-mapped .npy, Parquet or CSV); the intercept column is added per block, never stored.
-`offline_large` fits theta_hat by Newton with one pass per step (value, gradient and Hessian sums
-together) and returns the same `Curvature` as `offline` (J, I, the vech matrix of the quadratic
-term of eq. 16, Gram and residual variance for linear models), so tuning and the exact
-predictions run unchanged; peak memory O(chunk D^2 + D^4) beyond the data.
+`LargeGLM` reads rows from a row source (`inertia.data.sources`); `offline_large` returns the same
+`Curvature` as `offline`, with peak memory O(chunk D^2 + D^4) beyond the data (docs/sgmcmc.md).
 """
 from __future__ import annotations
 
@@ -31,8 +27,7 @@ QUAD_MIN = 20_000
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class LargeGLM:
-    """A GLM l_n = link(x_n^T theta, y_n) whose rows come from `source` (x_n = [1, row] with an
-    intercept), prior precision Gamma; the counterpart of `models.glm` without stored arrays."""
+    """A GLM l_n = link(x_n^T theta, y_n), x_n = [1, row], whose rows come from `source`; prior Gamma."""
 
     source: object
     link: Link
@@ -132,9 +127,7 @@ def _rows(model: LargeGLM, idx) -> np.ndarray:
 
 
 def check_estimate_exists_large(model: LargeGLM, passes=None, *, seed: int = 0) -> None:
-    """`calibrate.check_estimate_exists` from a random subsample of rows: a full-rank,
-    non-separable subsample proves the same for all rows; otherwise the full Gram matrix decides
-    rank, and separation is checked exactly on all rows up to FULL_CHECK_ROWS (a warning beyond)."""
+    """`calibrate.check_estimate_exists` from a random subsample, then the full Gram matrix if needed."""
     if model.prior_precision is not None and np.linalg.matrix_rank(model.gamma) == model.dim:
         return
     N, d = model.num_obs, model.dim
@@ -197,8 +190,7 @@ def _objective(st, theta, N, G):
 
 def fit_map_large(model: LargeGLM, passes, theta0=None, *, tol: float = 1e-10,
                   max_iter: int = 100) -> MAP:
-    """theta_hat by damped Newton with backtracking, one chunked pass per trial point (the
-    stopping rule of `offline.fit_map`)."""
+    """theta_hat by damped Newton with backtracking, one chunked pass per trial point."""
     d, N, G = model.dim, passes.num_obs, model.prior_precision
     if theta0 is None:
         theta0 = (_least_squares(passes, d) if model.info.get("kind") == "linear"
@@ -255,9 +247,7 @@ def default_quad_rows(dim: int) -> int:
 
 def curvature_large(model: LargeGLM, passes, theta_hat, *, num_obs: Optional[int] = None,
                     quad_rows="auto", seed: int = 0, quad_passes=None) -> Curvature:
-    """J, I, the quadratic-term matrix and (linear models) Gram and residual variance at
-    theta_hat from chunked passes. The quadratic term costs O(rows D^4): it is computed from
-    `quad_rows` random rows when the data have more ("auto": `default_quad_rows`; None: all)."""
+    """J, I, the quadratic-term matrix (on `quad_rows` rows) and Gram/residual variance, chunked."""
     theta = np.asarray(theta_hat, dtype=np.float64)
     n = passes.num_obs
     N = n if num_obs is None else int(num_obs)
@@ -294,8 +284,7 @@ def curvature_large(model: LargeGLM, passes, theta_hat, *, num_obs: Optional[int
 def offline_large(model: LargeGLM, *, subsample: Optional[int] = None, seed: int = 0,
                   theta0=None, tol: float = 1e-10, quad_rows="auto",
                   passes=None, chunk: int = 1 << 15) -> Curvature:
-    """`offline.offline` by chunked passes: MAP, J, I and the quadratic term on all rows or a
-    random subsample of M rows (read by index; objective M^-1 sum l_m + N^-1 R)."""
+    """`offline.offline` by chunked passes, on all rows or a random subsample of M rows."""
     N = model.num_obs
     ps = passes if passes is not None else model.passes(chunk)
     quad_ps = None

@@ -1,10 +1,8 @@
 """Per-observation losses for calibrated SG(L)D (Wang, Huggins et al. 2026, Section 5).
 
-A `Model` holds N observations, a per-observation loss l(theta, datum) and a Gaussian prior
-R(theta) = theta^T Gamma theta / 2. Generalised linear models (linear with Gaussian log loss or
-beta-divergence loss, Poisson, logistic) carry closed-form derivatives of l as a function of the
-linear predictor eta = x^T theta, so per-example gradients are X * f'(eta) and curvature sums are
-X^T diag(.) X, O(N D^2), never N x D x D arrays. Any other JAX loss works through autodiff.
+A `Model` holds N observations, a loss l(theta, datum) and a Gaussian prior theta^T Gamma theta / 2. GLMs
+carry closed-form derivatives in eta = x^T theta (curvature sums X^T diag(.) X, O(N D^2)); any other
+JAX loss works through autodiff.
 """
 from __future__ import annotations
 
@@ -22,11 +20,7 @@ Array = jax.Array
 
 
 class Link(NamedTuple):
-    """Loss of one GLM observation as a function of eta = x^T theta (kind + numeric parameters).
-
-    `value`, `d1`, `d2` give l, dl/deta, d2l/deta2; the formulas live in module-level functions
-    keyed by `kind` so compiled samplers are shared between data sets of the same kind.
-    """
+    """Loss of one GLM observation in eta = x^T theta: `value`, `d1`, `d2` by `kind` and its parameters."""
 
     kind: str
     params: tuple = ()
@@ -46,12 +40,7 @@ class Link(NamedTuple):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Model:
-    """N observations with per-observation loss `loss(theta, datum)` and prior precision Gamma.
-
-    `data` is a pytree whose leaves have a leading axis of length `num_obs`. GLMs set `X` (N, D),
-    `y` (N,) and `link`; then derivatives are closed form. `info` holds model facts
-    (e.g. the Gaussian scale `sigma` of linear models, used by the LR+WS rule).
-    """
+    """N observations with loss `loss(theta, datum)` and prior precision Gamma; GLMs also set X, y, link."""
 
     dim: int
     num_obs: int
@@ -129,8 +118,7 @@ class Model:
         return g
 
     def sampler_parts(self):
-        """(static grad(theta, idx, data), data): the minibatch gradient with data as an argument,
-        so one compiled sampler serves every data set of the same kind and shape."""
+        """(static grad(theta, idx, data), data): the minibatch gradient with data as an argument."""
         gamma_n = (None if self.prior_precision is None
                    else jnp.asarray(self.prior_precision) / self.num_obs)
         if self.is_glm:
@@ -230,12 +218,7 @@ def gaussian_link(sigma: float) -> Link:
 
 
 def beta_divergence_link(sigma: float, beta_div: float) -> Link:
-    """Gaussian beta-divergence loss l = c (1 - w) / (beta_div - 1), w = exp(-(beta_div-1) r^2/(2 sigma^2)).
-
-    c = (2 pi sigma^2)^(-(beta_div - 1)/2). This is -c w / (beta_div - 1) plus a constant chosen
-    so that the loss tends to the log loss r^2 / (2 sigma^2) as beta_div -> 1 (the integral term
-    of the beta-divergence does not depend on theta for a Gaussian with fixed sigma).
-    """
+    """Gaussian beta-divergence loss l = c (1 - w) / (beta_div - 1) (docs/sgmcmc.md, decisions)."""
     a = float(beta_div) - 1.0
     if not a > 0:
         raise ValueError(f"beta_div must be > 1 (beta_div -> 1 is the log loss); got {beta_div}")
@@ -330,10 +313,7 @@ def linear_link(loss: str, sigma: float, beta_div: float = 1.5):
 
 def linear_regression(X, y, *, loss="log", beta_div=1.5, sigma=None, prior_precision=None,
                       intercept=False) -> Model:
-    """Linear regression with Gaussian log loss or beta-divergence loss.
-
-    `sigma` defaults to the residual sd of least squares (the paper's choice for Boston).
-    """
+    """Linear regression, Gaussian log or beta-divergence loss (`sigma`: least squares' residual sd)."""
     Xd, yd = _design(X, y, intercept)
     if sigma is None:
         sigma = ols_residual_sd(Xd, yd)

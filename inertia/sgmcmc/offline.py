@@ -55,15 +55,7 @@ def _compiled(model: Model):
 
 
 def fit_map(model: Model, theta0=None, *, tol: float = 1e-10, max_iter: int = 100) -> MAP:
-    """MAP / M-estimate theta_hat = argmin L (eq. 2) by damped Newton with backtracking.
-
-    Stops when ||grad L|| <= tol * max(1, g_scale), g_scale = root-mean-square per-observation
-    gradient norm at theta (L is the per-observation average, so this is 1e-10 absolute for
-    losses of unit scale and relative to the summands' size otherwise, the float64 floor), or
-    when Newton stops improving both L and the gradient (the float64 floor; no warning then). Linear
-    models start at least squares. Indefinite
-    Hessians (non-convex losses) get a Levenberg shift.
-    """
+    """MAP theta_hat = argmin L (eq. 2) by damped Newton, to ||grad L|| <= tol * max(1, g_scale)."""
     obj, grad, hess = _compiled(model)
     d = model.dim
     if theta0 is None:
@@ -118,13 +110,7 @@ def fit_map(model: Model, theta0=None, *, tol: float = 1e-10, max_iter: int = 10
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Curvature:
-    """Everything eq. 15-16 need at theta_hat: J, I, H = J + Gamma/N, g = Gamma theta_hat / N.
-
-    `num_obs` is the full N (for Sigma* = S/N, Gamma/N and the finite-population factor);
-    the averages J, I and the fourth-moment operator use the `num_used` observations of the
-    offline subsample. `X`, `w` (GLM) or `Jn` (generic) define Q(S) = mean_n J_n S J_n; without
-    them (chunked passes) its vech matrix is given in `_cache["quad"]`.
-    """
+    """Everything eq. 15-16 need at theta_hat: J, I, H = J + Gamma/N, g = Gamma theta_hat / N, Q(S)."""
 
     theta_hat: np.ndarray
     num_obs: int
@@ -187,8 +173,7 @@ class Curvature:
         return (self.num_obs - batch_size) / (self.num_obs - 1)
 
     def quad(self, S: np.ndarray) -> np.ndarray:
-        """Q(S) = mean_n J_n S J_n, O(N D^2) for GLMs (from the cached vech matrix when the
-        rows are not kept)."""
+        """Q(S) = mean_n J_n S J_n, O(N D^2) for GLMs."""
         if self.Jn is None and self.X is None:
             return unvech(self.quad_matrix() @ vech(np.asarray(S)), self.dim)
         if self.Jn is not None:
@@ -234,8 +219,7 @@ DENSE_HESSIAN_ELEMENTS = 1 << 24
 
 
 def _generic_sums(model: Model, theta, chunk: int):
-    """(sum grad, sum grad grad^T, sum J_n, D^2 x D^2 sum of vec(J_n) vec(J_n)^T) over blocks of
-    `chunk` examples (lax.map; padded rows masked), never all N Hessians at once."""
+    """(sum grad, sum grad grad^T, sum J_n, sum vec(J_n) vec(J_n)^T) over blocks of `chunk` examples."""
     n, d = model.num_obs, model.dim
     nb = -(-n // chunk)
     pad = nb * chunk - n
@@ -267,11 +251,7 @@ def _generic_sums(model: Model, theta, chunk: int):
 
 def curvature(model: Model, theta_hat, *, num_obs: Optional[int] = None,
               chunk: Optional[int] = None) -> Curvature:
-    """J, I and the fourth-moment structure at theta_hat from all observations of `model`.
-
-    Generic (autodiff) models with more than DENSE_HESSIAN_ELEMENTS Hessian entries, or any
-    `chunk`, sum over blocks of `chunk` examples instead of keeping the N per-example Hessians.
-    """
+    """J, I and the fourth-moment structure at theta_hat from all observations of `model`."""
     theta = jnp.asarray(theta_hat, dtype=jnp.float64)
     N = model.num_obs if num_obs is None else int(num_obs)
     if not model.is_glm and (chunk is not None
@@ -308,10 +288,7 @@ def curvature(model: Model, theta_hat, *, num_obs: Optional[int] = None,
 
 def offline(model: Model, *, subsample: Optional[int] = None, seed: int = 0, theta0=None,
             tol: float = 1e-10) -> Curvature:
-    """Algorithm 1 step 1: MAP, J, I and sandwich on a subsample of M observations (default all).
-
-    The subsample objective is M^-1 sum_m l_m + N^-1 R, so theta_hat estimates the full MAP.
-    """
+    """Algorithm 1 step 1: MAP, J, I and sandwich on a subsample of M observations (default all)."""
     N = model.num_obs
     sub = model
     if subsample is not None and int(subsample) < N:

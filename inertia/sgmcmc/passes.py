@@ -1,11 +1,7 @@
 """Chunked passes over a GLM's rows: objective, gradient, J, I, the quadratic term and Gram sums.
 
-Every sum of eq. 15-16 is a sum over rows, so one pass over blocks of `chunk` rows accumulates it
-in O(chunk D^2 + D^4) memory, never an N x D x D array: J = N^-1 X^T diag(f'') X,
-I = N^-1 X^T diag(f'^2) X and the vech matrix of S -> N^-1 sum_n f''_n^2 (x_n^T S x_n) x_n x_n^T.
-`HostPasses` streams blocks of a row source (arrays, memory-mapped files) through one compiled
-block function; `ShardedPasses` runs the same block function on row shards of device-resident
-arrays (`jax.sharding`, several devices or hosts) and sums the shards with `psum`.
+Each sum of eq. 15-16 is over rows, accumulated in O(chunk D^2 + D^4) memory: `HostPasses` streams a
+row source through one compiled block function; `ShardedPasses` runs it on device shards and `psum`s.
 """
 from __future__ import annotations
 
@@ -110,13 +106,7 @@ class HostPasses:
 
 
 class ShardedPasses:
-    """The same passes on device-resident row shards: one block scan per shard, then `psum`.
-
-    `mesh` is a 1-D `jax.sharding.Mesh` with axis name "data". The rows of `source` (a row
-    source or an (X, y) pair) are padded to a multiple of (devices x chunk) with mask 0 and placed
-    with `jax.make_array_from_callback`, so each process reads only the rows of its own devices
-    (with `jax.distributed`, every process passes the same source, e.g. the same file).
-    """
+    """The same passes on device-resident row shards (mesh axis "data"): one block scan per shard, `psum`."""
 
     def __init__(self, source, mesh, *, kind: str, params, intercept: bool,
                  chunk: int = 1 << 14):

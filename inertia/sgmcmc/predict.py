@@ -1,9 +1,7 @@
 """Exact predictions for the proxy SG(L)D of eq. 12 / B.6: stationary covariance, mixing, averages.
 
-The proxy error e_t = psi_t - theta_hat (with momentum: the pair z_t = (e_t, m_t)) follows a linear
-recursion z_t = T z_{t-1} + noise whose covariance is affine in Cov(e). Its stationary covariance
-is therefore the solution of one linear system in the symmetric unknown (vech coordinates), which
-we solve exactly; no root finder, no fixed-point iteration. Lagged covariances are T^k Z.
+The proxy error follows a linear recursion z_t = T z_{t-1} + noise, so its stationary covariance solves one
+linear system in the symmetric unknown (vech coordinates); lagged covariances are T^k Z.
 """
 from __future__ import annotations
 
@@ -67,13 +65,7 @@ def check_stability(Lambda: np.ndarray, H: np.ndarray) -> np.ndarray:
 
 def stationary(curv: Curvature, Lambda, *, batch_size: int, temperature=math.inf,
                replacement: bool = True, momentum: float = 0.0) -> Stationary:
-    """Exact stationary covariance of the proxy for a given Lambda (eq. 15-16, or B.6 with momentum).
-
-    Without momentum: Sigma = F Sigma F^T + Lambda C(Sigma) Lambda^T + 2 Lambda / beta, F = I - Lambda H.
-    With momentum kappa, z = (e, m) obeys z_t = T z_{t-1} + U eta_t + V xi_t with
-    T = [[I - Lambda H, -kappa Lambda], [H, kappa I]], U = [-Lambda; I], V = [I; 0]: the exact
-    replacement of eq. B.7 (whose temperature term does not match eq. B.3).
-    """
+    """Exact stationary covariance of the proxy for a given Lambda (eq. 15-16; momentum: exact B.6)."""
     beta = _inv_temperature(temperature)
     d = curv.dim
     Lambda = _check_lambda(Lambda, d, beta)
@@ -124,8 +116,7 @@ def stationary(curv: Curvature, Lambda, *, batch_size: int, temperature=math.inf
 
 
 def _solve_equilibrated(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Solve A x = b after scaling rows and columns to unit max-norm (entries of Sigma can span
-    many orders of magnitude in ill-conditioned models)."""
+    """Solve A x = b after scaling rows and columns to unit max-norm."""
     r = 1.0 / np.maximum(np.abs(A).max(axis=1), 1e-300)
     As = A * r[:, None]
     c = 1.0 / np.maximum(np.abs(As).max(axis=0), 1e-300)
@@ -143,12 +134,7 @@ def stationary_cov(curv: Curvature, Lambda, **kw) -> np.ndarray:
 
 def theory_cov(curv: Curvature, Lambda, theory: str, *, batch_size: int, temperature=math.inf,
                replacement: bool = True) -> np.ndarray:
-    """Stationary covariance predicted by one theory of Table 1 for SG(L)D without momentum.
-
-    dq-exact: eq. 15-16 (exact for the proxy); dq-const: eq. 9 with C = J / B (constant noise);
-    lr-ws: eq. 9-10 (Ziyin et al.; linear models); ct: the OU limit Lambda H S + S H Lambda =
-    Lambda C_hat Lambda + 2 Lambda / beta (eq. 6).
-    """
+    """Stationary covariance of one theory of Table 1 (dq-exact, dq-const, lr-ws, ct; eq. 6, 9-10, 15-16)."""
     beta = _inv_temperature(temperature)
     d = curv.dim
     Lambda = _check_lambda(Lambda, d, beta)
@@ -187,13 +173,7 @@ def _lrws_parts(curv: Curvature):
 
 # -- mixing --------------------------------------------------------------------------------------
 class IAT(NamedTuple):
-    """Integrated autocorrelation times (iterations) of the proxy (Prop. 4.4).
-
-    worst: sup over projections v^T theta, exact (generalised eigenproblem);
-    worst_paper: 2 / mu_min(Lambda H) - 1, the paper's formula (the IAT along the slowest
-    eigen-direction; equal to `worst` when (Lambda H)^-1 Sigma is symmetric), NaN with momentum;
-    per_coord: tau_i = 2 ((I - T)^-1 Z)_ii / Sigma_ii - 1.
-    """
+    """Integrated autocorrelation times of the proxy (Prop. 4.4): worst, worst_paper, per_coord."""
 
     worst: float
     worst_paper: float
@@ -235,11 +215,7 @@ def autocorrelation(st: Stationary, lags) -> np.ndarray:
 
 
 def iterate_average_cov(st: Stationary, k: int) -> np.ndarray:
-    """Covariance of the average of k consecutive stationary iterates (corrected B.8).
-
-    Sigma^(k) = k^-2 [k Sigma + sum_{j=1}^{k-1} (k - j)(Xi_j + Xi_j^T)], Xi_j = (T^j Z)_ee,
-    with sum_{j=0}^{k-1} (k - j) T^j = [k (I - T) - T (I - T^k)] (I - T)^-2.
-    """
+    """Covariance of the average of k consecutive stationary iterates (corrected eq. B.8)."""
     k = int(k)
     if k < 1:
         raise ValueError("k must be >= 1")
@@ -262,11 +238,7 @@ def predicted_ess(st: Stationary, num_draws: int) -> np.ndarray:
 
 def covariance_standard_errors(st: Stationary, num_draws: int, *, max_lags: int = 50_000,
                                rtol: float = 1e-10) -> np.ndarray:
-    """Monte Carlo standard errors of the sample covariance of `num_draws` stationary iterates.
-
-    Gaussian (Isserlis) approximation with the predicted lagged covariances Xi_k = (T^k Z)_ee:
-    Var(C_ij) ~ n^-1 [S_ii S_jj + S_ij^2 + 2 sum_{k>=1} (Xi_k,ii Xi_k,jj + Xi_k,ij Xi_k,ji)].
-    """
+    """Monte Carlo standard errors of the sample covariance of `num_draws` stationary iterates (Isserlis)."""
     d = st.cov.shape[0]
     S = st.cov
     total = np.outer(np.diag(S), np.diag(S)) + S * S

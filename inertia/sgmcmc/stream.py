@@ -1,15 +1,8 @@
 """SG(L)D chains that can be continued, over in-memory models, row sources and sharded rows.
 
-A runner's `advance(key, states, num_draws, thin)` runs num_draws x thin steps of every chain
-(eq. 4 / B.3 through `kernels._kernel`) and returns the new states and the kept positions
-(chain, draw, dim); `calibrate` calls it block after block until the diagnostics pass.
-`SourceRunner` draws the minibatch indices of a block of steps in JAX (with replacement, or
-without: top-k of uniforms), gathers those rows from the source on the host (in-memory arrays
-are read where they are, a memory-mapped file only where the rows are) into two reused aligned
-buffers the device uses without a copy, and runs the block's steps in one compiled `lax.scan`
-while the next block's rows are gathered; memory holds two blocks of rows beyond the data.
-`DeviceRunner` keeps the rows on the device (sharded over devices with `jax.sharding`; the
-gather then reads across shards) and gathers each step's minibatch inside the compiled scan.
+A runner's `advance(key, states, num_draws, thin)` runs num_draws x thin steps of every chain (eq. 4 /
+B.3) and returns the states and kept positions. `SourceRunner` gathers each block's minibatch rows
+on the host while the previous block runs; `DeviceRunner` keeps the rows on the device (sharded).
 """
 from __future__ import annotations
 
@@ -67,8 +60,7 @@ def _glm_grad(kind, intercept):
 @partial(jax.jit, static_argnames=("kind", "intercept", "kappa", "noisy"))
 def _block_run(states, Lam, root, noise, active, Xb, yb, params, gamma_n, *, kind, intercept,
                kappa, noisy):
-    """The steps of one block on pre-gathered rows Xb (steps, chain, B, p); steps with
-    active = False leave the states unchanged. Returns the states and every step's positions."""
+    """The steps of one block on pre-gathered rows Xb (steps, chain, B, p); (states, positions)."""
     step = kernels._kernel(_glm_grad(kind, intercept), Lam, root if noisy else None, kappa)
     vstep = jax.vmap(step, in_axes=(0, 0, (0, 0, None, None)))
     num_chains = Xb.shape[1]
@@ -102,9 +94,7 @@ class SourceRunner:
         self._pool, self._turn, self._filling = {}, 0, None
 
     def _gather(self, idx: np.ndarray):
-        """The rows of idx as device arrays. In-memory and .npy sources write them into the next
-        of two reused 64-byte aligned host buffers (XLA's CPU client wraps those without a copy),
-        after the block that last read that buffer has run."""
+        """The rows of idx as device arrays, via two reused 64-byte aligned host buffers."""
         src, self._filling = self.model.source, None
         if not isinstance(src, ArraySource):
             X, y = src.take(idx)
@@ -136,10 +126,7 @@ class SourceRunner:
         return int(max(1, BLOCK_BYTES // row))
 
     def advance(self, key, states, num_draws: int, thin: int = 1):
-        """num_draws x thin more steps per chain; (states, kept positions (chain, draw, dim)).
-
-        Block b + 1's indices are dispatched before block b's rows are gathered, and block b's
-        steps run (asynchronously) while block b + 1's rows are gathered."""
+        """num_draws x thin more steps per chain; (states, kept positions (chain, draw, dim))."""
         C = states.position.shape[0]
         K = self.block_steps(C)
         total = int(num_draws) * int(thin)
@@ -197,8 +184,7 @@ def _device_block_run(states, Lam, root, noise, active, X, y, idx, params, gamma
 
 
 class DeviceRunner(SourceRunner):
-    """`SourceRunner` with the rows resident on the device (in-memory sources), or sharded by
-    rows over devices (`passes.ShardedPasses` arrays): each step gathers its minibatch there."""
+    """`SourceRunner` with the rows on the device, or sharded by rows over devices."""
 
     def __init__(self, model, sharded=None, **kw):
         super().__init__(model, **kw)
@@ -258,12 +244,7 @@ def init_states(positions):
 
 def run_to_ess(runner, key, starts, *, burn_in: int, num_draws: int, thin: int,
                target_ess=None, max_draws=None):
-    """Burn in, run `num_draws` kept draws, then (with target_ess) continue in growing blocks
-    until `convergence.StopRule` is met (every bulk ESS >= target_ess and, with two or more
-    chains, every rank R-hat <= 1.01; one chain: ESS alone), or max_draws.
-
-    Returns (draws (chain, draw, dim), kept draws run). Same key -> same numbers.
-    """
+    """Burn in, run `num_draws`, then continue until the `StopRule` or max_draws; (draws, kept draws run)."""
     k_burn, k_run = jax.random.split(key)
     states = init_states(starts)
     if burn_in:

@@ -1,18 +1,7 @@
 """Tuning rules of Algorithm 1 step 6: the preconditioner Lambda whose stationary covariance is Sigma*.
 
-dq-exact (the paper's rule, solved exactly): with P = Lambda^-1, eq. 15 becomes the continuous
-Lyapunov equation (H S - I/beta) P + P (S H - I/beta) = C(S) + H S H; one Bartels-Stewart solve
-gives a symmetric P, hence a symmetric Lambda. The baselines: ct (eq. 7),
-dq-const (eq. 9 with C = J/B) and lr-ws (eq. 9-10). With momentum there is no closed form: a
-root solve over the D(D+1)/2 entries of a symmetric Lambda, started from (1 - kappa) x the
-kappa = 0 solution.
-
-The `-code` variants are the rules of the authors' public code (repository
-wangyu1369/large-sample-sgmcmc-uq), which differ from the printed text: ct-code is
-Lambda = (2B/N) J^-1 (eq. 7 when S, H and C commute); dq-const-code, lr-ws-code and dq-exact-code
-solve eq. 15 under the same commutation, Lambda = (S H + H S)(C + H S H)^-1, with C = J (no 1/B),
-the LR+WS noise of eq. 10 and the exact C(S) respectively. SGD only (beta = inf); not symmetric
-in general.
+dq-exact solves eq. 15 as a continuous Lyapunov equation in P = Lambda^-1 (symmetric Lambda); baselines
+ct (eq. 7), dq-const (eq. 9) and lr-ws (eq. 9-10); `-code` variants follow the authors' code (docs/sgmcmc.md).
 """
 from __future__ import annotations
 
@@ -77,10 +66,7 @@ def lambda_dq_exact(curv: Curvature, target: np.ndarray, *, batch_size: int,
 
 def lambda_ct(curv: Curvature, target: np.ndarray, *, batch_size: int, temperature=math.inf,
               replacement: bool = True) -> np.ndarray:
-    """Continuous-time rule, eq. 7: Lambda = (S H + H S) C_hat^-1, C_hat = Cov(G_1(theta_hat)).
-
-    Not symmetric in general (exact only when the matrices commute); defined for SGD only.
-    """
+    """Continuous-time rule, eq. 7: Lambda = (S H + H S) C_hat^-1 (SGD only; not symmetric in general)."""
     if math.isfinite(_inv_temperature(temperature)):
         raise ValueError("the ct rule (eq. 7) is defined for SGD (beta = inf); use dq-exact "
                          "for SGLD at finite temperature")
@@ -129,10 +115,7 @@ def _commuting_form(curv: Curvature, target: np.ndarray, C: np.ndarray) -> np.nd
 
 def lambda_ct_code(curv: Curvature, target: np.ndarray, *, batch_size: int,
                    temperature=math.inf, replacement: bool = True) -> np.ndarray:
-    """Authors' code CT rule: Lambda = (2B/N) J^-1 (eq. 7 with S = J^-1 I J^-1 / N, commuting).
-
-    The target is implicit (the sandwich); `replacement` is ignored as in the code.
-    """
+    """Authors' code CT rule: Lambda = (2B/N) J^-1 (eq. 7 with commuting matrices)."""
     _sgd_only(temperature, "ct-code")
     L = (2.0 * batch_size / curv.num_obs) * curv.J_inv
     return 0.5 * (L + L.T)
@@ -171,13 +154,7 @@ _RULES = {"dq-exact": lambda_dq_exact, "ct": lambda_ct, "dq-const": lambda_dq_co
 def momentum_residual(curv: Curvature, Lambda: np.ndarray, S: np.ndarray, *, batch_size: int,
                       temperature=math.inf, replacement: bool = True,
                       momentum: float = 0.0) -> np.ndarray:
-    """Residual of the exact Sigma-only stationarity equation with momentum (corrects eq. B.7).
-
-    With F = I - Lambda H, N = 2 Lambda / beta, X = F S + kappa S - kappa N and the lag-one
-    covariance R1 = (X - kappa X^T) / (1 - kappa^2):
-    S = F S F^T + kappa^2 (2S - R1 - R1^T - N) + Lambda C(S) Lambda - kappa (F W + W^T F^T) + N,
-    W = R1 - S + N. For kappa = 0 this is eq. 15.
-    """
+    """Residual of the exact Sigma-only stationarity equation with momentum (corrected eq. B.7)."""
     beta = _inv_temperature(temperature)
     k = float(momentum)
     d = S.shape[0]
@@ -224,10 +201,7 @@ def lambda_momentum(curv: Curvature, target: np.ndarray, *, batch_size: int, mom
 def tune(curv: Curvature, *, method: str = "dq-exact", batch_size: int, temperature=math.inf,
          replacement: bool = True, momentum: float = 0.0, target: Optional[np.ndarray] = None,
          check: bool = True) -> Tuning:
-    """Lambda for the target Sigma* (default S / N) by one rule; checked by the exact forward solve.
-
-    With momentum > 0 only dq-exact is available (root solve over symmetric Lambda).
-    """
+    """Lambda for the target Sigma* (default S / N) by one rule, checked by the exact forward solve."""
     if method not in _RULES:
         raise ValueError(f"unknown tuning method {method!r}; choose from {METHODS}")
     target = curv.target_cov if target is None else np.asarray(target, dtype=np.float64)
