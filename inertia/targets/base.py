@@ -25,11 +25,7 @@ class GaussianExpectations(NamedTuple):
 
 
 class ObservationModel(NamedTuple):
-    """Per-observation structure V(x) = prior(x) + sum_i loss(x; data_i), for minibatch samplers.
-
-    `loss(x, datum)` is the loss of one observation; `data` is a pytree whose leaves have a leading
-    observation axis of length `num_obs`; `prior(x)` is the negative log prior (or 0).
-    """
+    """Per-observation structure V(x) = prior(x) + sum_i loss(x; data_i), for minibatch samplers."""
 
     loss: Callable[[Array, Any], Array]
     data: Any
@@ -45,11 +41,8 @@ class TargetError(ValueError):
 class Target:
     """A differentiable target pi(x) proportional to exp(-V(x)) on R^dim.
 
-    Functions act on a single flat vector; methods vmap them. `expectations(m, S)` gives exact
-    Gaussian expectations where the target allows them (None otherwise). `hess_matmul(x, M)`
-    returns hess V(x) @ M (d HVPs by default; closed forms may override). `affine = (parent,
-    shift, F)` marks V(z) = parent.V(shift + F z) (whitened targets), whose host-side compiled
-    functions (`jitted`, the objective monitor) are the parent's.
+    Functions act on one flat vector; methods vmap them. `expectations(m, S)`: exact Gaussian expectations
+    or None. `affine = (parent, shift, F)` marks V(z) = parent.V(shift + F z) (whitened targets).
     """
 
     dim: int
@@ -103,8 +96,7 @@ class Target:
                 f"{'' if t.dtype == 'float64' else ', ' + t.dtype}>")
 
     def gradient_flops(self) -> float:
-        """Flops of one value-and-gradient evaluation of the potential (HLO cost analysis of its
-        lowered program; the lowering is reused when that program is compiled later)."""
+        """Flops of one value-and-gradient evaluation of the potential (HLO cost analysis)."""
         x = jax.ShapeDtypeStruct((self.dim,), jax.dtypes.canonicalize_dtype(jnp.float64))
         cost = jitted(self, "value_and_grad").lower(x).cost_analysis()
         cost = cost[0] if isinstance(cost, (list, tuple)) else cost
@@ -157,8 +149,7 @@ class Target:
         return dataclasses.replace(self, **kw)
 
     def astype(self, dtype) -> "Target":
-        """This target with potential, derivatives and expectations computed in `dtype`, its arrays
-        cast by its `recast` rule (bounds, optimum, name and info kept)."""
+        """This target computed in `dtype`, its arrays cast by its `recast` rule."""
         dtype = jnp.dtype(dtype)
         if dtype.name == self.dtype:
             return self
@@ -197,8 +188,7 @@ def _float64_values(target: Target) -> bool:
 
 
 def _without_x64(target: Target) -> Target:
-    """The target's potential traced with float64 off, so that the arrays it creates (NumPyro's
-    distribution parameters, say) are float32; derivatives by autodiff, closed forms dropped."""
+    """The target's potential traced with float64 off (float32 arrays); derivatives by autodiff."""
     def potential(x):
         with jax.enable_x64(False):
             return target.potential(x)
@@ -210,8 +200,7 @@ def _without_x64(target: Target) -> Target:
 
 
 def _check_dtype(target: Target, dtype):
-    """Raise unless the target's V, grad V and HVP compute in `dtype` at `dtype` points: for
-    float32, no float64 value anywhere in them (traced only)."""
+    """Raise unless V, grad V and HVP compute in `dtype` (float32: no float64 value anywhere)."""
     x = jax.ShapeDtypeStruct((target.dim,), dtype)
     outs = [jax.eval_shape(target.potential, x), jax.eval_shape(target.grad, x)]
     if target.hvp is not None:
@@ -225,10 +214,7 @@ def _check_dtype(target: Target, dtype):
 
 
 def cast_floats(tree, dtype):
-    """`tree` with its floating-point array leaves (numpy or JAX) cast to `dtype`; for float32, its
-    64-bit integer arrays cast to 32 bits (numpy staying numpy), the integer type of JAX's 32-bit
-    mode, in which float32 targets are traced (`Target.astype`): a 64-bit index array there meets
-    JAX's int32 shapes (`a[g]`). Other leaves are kept; TargetError for integers past 32 bits."""
+    """`tree` with floating leaves cast to `dtype`; for float32 also 64-bit integers to int32."""
     narrow = jnp.dtype(dtype) == jnp.float32
 
     def cast(a):
@@ -272,9 +258,7 @@ def from_potential(potential, dim, *, alpha=None, beta=None, name="potential", *
 
 
 def ravel(example):
-    """(flat float64 vector, unravel) of a pytree of arrays: `ravel_pytree`'s own unravel, taken
-    from an abstract trace, and host (NumPy) leaves flattened by NumPy, with no device work (each
-    eager jnp op is a compilation)."""
+    """(flat float64 vector, unravel) of a pytree of arrays, with no device work."""
     leaves = jax.tree_util.tree_leaves(example)
     if not leaves or not all(isinstance(a, (np.ndarray, np.generic, float, int)) for a in leaves):
         flat, unravel = ravel_pytree(example)
@@ -292,9 +276,7 @@ def ravel(example):
 
 def from_logdensity(logdensity_fn, example, *, alpha=None, beta=None, name="logdensity",
                     **kw) -> Target:
-    """Target from a JAX log density on a flat vector or a pytree (ravelled); autodiff derivatives.
-    Built in float64 (JAX's thread-local x64); an example made with float64 off (JAX arrays
-    truncated to float32) is taken as float64."""
+    """Target from a JAX log density on a flat vector or a pytree (ravelled), in float64, by autodiff."""
     x64_off = not jax.config.jax_enable_x64
     with jax.enable_x64(True):
         if x64_off:
@@ -328,9 +310,7 @@ BATCH = 128  # rows per call of `batched_potential`: one executable for every ba
 
 
 def batched_potential(potential, optimized: bool = True):
-    """jit(vmap(V)) of one potential function at BATCH rows, cached: the objective monitor's draws
-    and the mode's rays share one compilation; `optimized=False` is the program of the run's
-    other programs' tier (the sampler's non-finite check, one pass over the draws)."""
+    """jit(vmap(V)) of a potential at BATCH rows, cached; `optimized=False`: at the run's tier."""
     cache = _BATCHED.setdefault(potential, {})
     fn = cache.get(optimized)
     if fn is None:
@@ -343,14 +323,12 @@ def batched_potential(potential, optimized: bool = True):
 
 
 def potential_on_rows(potential, X, batch: int = BATCH, optimized: bool = True) -> np.ndarray:
-    """V at each row of X (n, d), in calls of `batch` rows (the last one padded by its first row),
-    by `batched_potential(potential, optimized)`."""
+    """V at each row of X (n, d), in calls of `batch` rows (the last padded by its first row)."""
     return on_rows(batched_potential(potential, optimized), X, batch)
 
 
 def on_rows(fn, X, batch: int = BATCH) -> np.ndarray:
-    """fn (a compiled function of `batch` rows) at each row of X (n, d), the last call padded by
-    its first row: one compiled shape for any n."""
+    """fn (compiled for `batch` rows) at each row of X (n, d), the last call padded: one shape for any n."""
     X = np.asarray(X)
     out = []
     for i in range(0, X.shape[0], batch):
@@ -363,8 +341,7 @@ def on_rows(fn, X, batch: int = BATCH) -> np.ndarray:
 
 
 def jitted(target: Target, what: str):
-    """jit-compiled "value_and_grad" (V, grad V), "hessian" or "hvp" of a target, cached per potential
-    function (targets that differ only in bounds or names share the compiled code)."""
+    """Compiled "value_and_grad", "hessian" or "hvp" of a target, cached per potential function."""
     if target.affine is not None:
         return _affine_jitted(target.affine, what)
     cache = _JIT_CACHE.setdefault(target.potential, {})
@@ -381,8 +358,7 @@ def jitted(target: Target, what: str):
 
 
 def _affine_jitted(affine, what: str):
-    """`jitted` of z -> parent(shift + F z) by the chain rule on the parent's compiled functions
-    (F^T grad, F^T H F, F^T H F v), the affine map applied on the host in float64."""
+    """`jitted` of z -> parent(shift + F z) by the chain rule (F^T grad, F^T H F, F^T H F v) on the host."""
     parent, shift, F = affine
     shift, F = np.asarray(shift, dtype=np.float64), np.asarray(F, dtype=np.float64)
     fn = jitted(parent, what)

@@ -81,11 +81,8 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
                name=None, quadrature=None, dtype="float64") -> Target:
     """V(theta) = theta^T Q0 theta / 2 + sum_i f(ytilde_i x_i^T theta); X=None means identity design.
 
-    `prior_precision` is a scalar (Q0 = c I) or a (d, d) matrix. Labels y in {0,1} or {-1,+1}.
-    Curvature bounds default to alpha = lambda_min(Q0), beta = lambda_max(Q0) + c lambda_max(X^T X)
-    with c = 1/4 (logistic) or 1 (probit). `quadrature` ("hermite" or "trapezoid") is the 1-D rule
-    for expectations; default trapezoid for logistic, Gauss-Hermite for probit.
-    Checks and bounds are computed in float64; the functions compute in `dtype`.
+    `prior_precision`: c or (d, d); labels in {0,1} or {-1,+1}; `quadrature` ("hermite", "trapezoid").
+    Bounds default to alpha = lambda_min(Q0), beta = lambda_max(Q0) + c lambda_max(X^T X), c = 1/4 or 1.
     """
     if link not in LINKS:
         raise TargetError(f"unknown link {link!r}; choose from {sorted(LINKS)}")
@@ -154,8 +151,7 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
         return f2(ytj * design(theta))
 
     def weighted_hess_matmul(w, M, s=0):
-        """Rows s: of (Q0 + X^T diag(w) X) M, from M's rows s: only (s > 0: M's rows above s
-        are zero, as for a column block of a lower-triangular factor)."""
+        """Rows s: of (Q0 + X^T diag(w) X) M, from M's rows s: only."""
         Ms = M[s:]
         prior_part = Q0 * Ms if scalar_prior else Q0[s:, s:] @ Ms
         if identity:
@@ -203,10 +199,7 @@ def glm_target(X, y, *, link="logistic", prior_precision=1.0, alpha=None, beta=N
         return expectations
 
     def make_error_bound(order):
-        """Bound on the trapezoid error of sum_i E f(t_i) (logistic link), from Poisson summation:
-        z -> softplus(mu + sd z) phi(z) is analytic for |Im z| < pi / sd, so with a strip half-width
-        a = min(0.9 pi / sd, 2 pi / h) the error is <= 2 e^(-2 pi a / h + a^2 / 2) / (1 - e^(-2 pi a
-        / h)) * (|mu| + sd + 5) (|softplus| <= |Re t| + 5 on |Im t| = 0.9 pi)."""
+        """Bound on the trapezoid error of sum_i E f(t_i) by Poisson summation (docs/vi.md)."""
         z, _ = QUADRATURE[rule](order)
         h = float(z[1] - z[0])
 

@@ -1,5 +1,4 @@
-"""Graph-probit posteriors: kNN graph, normalised Laplacian, Q_tau = I + tau L_G,
-and the reference optimum F_ref (the stationary equations of the Gaussian VI objective)."""
+"""Graph-probit posteriors: kNN graph, normalised Laplacian, Q_tau = I + tau L_G, and F_ref."""
 from __future__ import annotations
 
 import math
@@ -22,8 +21,7 @@ DEFAULT_TAU = 49.0
 
 
 def knn_graph(X, k: int = DEFAULT_K, *, mutual: bool = False) -> np.ndarray:
-    """Binary symmetric kNN adjacency (Euclidean, self excluded): W = max(A, A^T), or
-    min(A, A^T) for mutual kNN; dense (n, n) float64."""
+    """Binary symmetric kNN adjacency W = max(A, A^T) (mutual: min), dense (n, n) float64."""
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or not np.all(np.isfinite(X)):
         raise TargetError(f"X must be a finite (n, p) array; got shape {X.shape}")
@@ -52,8 +50,7 @@ def normalized_laplacian(W) -> np.ndarray:
 @in_float64
 def graph_probit(X, y, *, k: int = DEFAULT_K, tau: float = DEFAULT_TAU, mutual: bool = False,
                  name: str | None = None) -> Target:
-    """V(z) = z^T Q_tau z / 2 - sum_i log Phi(ytilde_i z_i), Q_tau = I + tau L_G, d = n;
-    alpha = 1, beta = kappa = 2 + tau lambda_max(L_G)."""
+    """V(z) = z^T Q_tau z / 2 - sum_i log Phi(ytilde_i z_i); alpha = 1, beta = 2 + tau lambda_max(L_G)."""
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y).ravel()
     if X.ndim != 2 or X.shape[0] != y.shape[0]:
@@ -110,8 +107,7 @@ def _moments(yt, m, s, order):
 
 
 def graph_probit_objective(Q, yt, m, S, order) -> float:
-    """F(m, S) = m^T Q m / 2 + tr(Q S) / 2 - sum_i E log Phi(ytilde_i z_i) - H(N(m, S)),
-    with the entropy constant (n/2) log(2 pi e) as in `inertia.variational.objective`."""
+    """F(m, S) = m^T Q m / 2 + tr(Q S) / 2 - sum_i E log Phi(ytilde_i z_i) - H(N(m, S))."""
     n = m.shape[0]
     elog, _, _ = _moments(yt, m, np.sqrt(np.diag(S)), order)
     logdet = 2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(S))))
@@ -154,10 +150,7 @@ def _solve(Q, yt, order, max_iter, step_tol=1e-12):
 def graph_probit_reference(target: Target, order: int = 192, *, check_order: int | None = None,
                            max_iter: int = 50, grad_tol: float = 1e-5, cov_tol: float = 1e-8,
                            objective_agreement: float = 1e-8, strict: bool = True):
-    """(m, Sigma, F_ref, diagnostics): fixed point with a Newton step in m,
-    accepted when the Cholesky gradient norm <= 1e-5, the relative covariance residual <= 1e-8,
-    and orders `order` vs `check_order` (default 2 order) agree within 1e-8 (objective) and
-    1e-5 (gradient of this solution under the higher order)."""
+    """(m, Sigma, F_ref, diagnostics): the checked fixed point of the stationary equations (docs/data.md)."""
     Q, yt = _problem(target)
     check_order = 2 * order if check_order is None else check_order
     m, S, iters = _solve(Q, yt, order, max_iter)

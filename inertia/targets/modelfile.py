@@ -1,14 +1,5 @@
-"""`--model FILE.py:NAME`: a NumPyro model or a JAX log density from a user's file, as a Target.
-
-Conventions (docs/guide.md): NAME is
-- a NumPyro model, called as `NAME(**columns)` with the CSV's columns as float arrays (keyword
-  arguments named after the columns; `NAME()` without data; JSON, .npz and Parquet entries keep
-  their integer or real kinds, `inertia.data.named`); or
-- a log density `NAME(params, data)` when the file also defines `NAME_init`, an example point
-  (array or pytree), or a function of no arguments returning one, that fixes the parameters'
-  shapes; `data` is the dict of columns (or None); or
-- a PyMC model (`inertia.targets.pymc`): a `pm.Model`, or a function of the data's entries
-  returning one.
+"""`--model FILE.py:NAME`: a NumPyro model, a JAX log density (with `NAME_init`) or a PyMC model from a
+user's file, as a Target (conventions: docs/guide.md).
 """
 from __future__ import annotations
 
@@ -49,9 +40,7 @@ def load_module(path: Path):
 
 
 def model_error(err: BaseException):
-    """A one-line message for an exception raised inside a loaded model file (the innermost
-    frame in it: file, line and code), with advice for JAX's traced-value errors; None when no
-    frame of the traceback is in a model file."""
+    """One-line message for an exception raised inside a loaded model file (file, line, code); else None."""
     import traceback
 
     where = None
@@ -97,8 +86,7 @@ def _as_arrays(obj):
 
 
 def _example_point(module, name: str, path: Path):
-    """NAME_init as a pytree of float64 arrays: the value itself, or what a zero-argument
-    function returns."""
+    """NAME_init as a pytree of float64 arrays: the value itself, or what a zero-argument function returns."""
     import jax
     import jax.numpy as jnp
 
@@ -137,8 +125,7 @@ def _check_logdensity(fn, name, example, columns, path):
 
 
 def _check_numpyro_call(fn, name, columns, path, module):
-    """TargetError when NAME(**columns) cannot be called: a log density without NAME_init, or a
-    model whose arguments and the CSV's columns differ."""
+    """TargetError when NAME(**columns) cannot be called (no NAME_init, or arguments unlike the columns)."""
     import inspect
 
     try:
@@ -174,8 +161,7 @@ def _check_numpyro_call(fn, name, columns, path, module):
 
 
 def _latent_shapes(fn, columns) -> dict:
-    """{site: shape} of the model's unobserved sample sites, from one abstract trace ({} when the
-    model cannot be traced so; from_numpyro then reports it)."""
+    """{site: shape} of the model's unobserved sample sites, from one abstract trace ({} if it fails)."""
     import jax
     import jax.numpy as jnp
     from numpyro import handlers
@@ -193,8 +179,7 @@ def _latent_shapes(fn, columns) -> dict:
 
 
 def _check_unobserved(fn, name, columns, path) -> None:
-    """TargetError when the CSV lacks a column the model takes as an argument and the model then
-    samples a latent site of that name (`obs=None`: the response becomes unknowns)."""
+    """TargetError when a missing CSV column makes the model sample a latent site of that name."""
     import inspect
 
     if not columns:
@@ -217,8 +202,7 @@ def _check_unobserved(fn, name, columns, path) -> None:
 
 
 def target_from_file(spec: str, data=None) -> Target:
-    """Target for "FILE.py:NAME" with optional CSV columns `data` ({name: array}); the target's
-    name says which convention was found ("[log density]" or "[NumPyro model]")."""
+    """Target for "FILE.py:NAME" with optional columns `data`; its name says which convention was found."""
     if ":" not in spec:
         raise TargetError(f"--model {spec!r}: a model file is given as FILE.py:NAME")
     file, name = spec.rsplit(":", 1)

@@ -1,9 +1,7 @@
 """NumPyro models as targets: the potential in NumPyro's unconstrained space, outputs constrained back.
 
-NumPyro is a dependency of inertia. The target works on the flat vector of the
-model's unconstrained latent sites (sites ravelled in sorted-name order, as `jax.flatten_util`
-does); `target.info["constrain"](x)` maps such vectors (any leading batch axes) back to a dict of
-constrained sample sites (plus deterministic sites), ready for `inertia.arviz_io.to_arviz_draws`.
+The target works on the flat vector of the model's unconstrained latent sites (sorted-name order, as
+`jax.flatten_util`); `target.info["constrain"](x)` maps such vectors back to constrained sites.
 """
 from __future__ import annotations
 
@@ -33,9 +31,7 @@ INIT_TRIES = 100
 
 
 def _improper_value(msg):
-    """The value of a latent `ImproperUniform` site in the abstract trace (it has no sampler): its
-    support's image of zeros of the unconstrained shape, shaped as NumPyro's `init_to_uniform`
-    shapes it; None (NumPyro samples) for every other site."""
+    """Value of a latent `ImproperUniform` site in the abstract trace: its support's image of zeros."""
     from numpyro.distributions import ImproperUniform
     from numpyro.distributions.transforms import biject_to
 
@@ -48,11 +44,7 @@ def _improper_value(msg):
 
 
 def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None):
-    """(prototype {site: zeros of its unconstrained shape}, potential_fn, postprocess_fn) from one
-    abstract trace of the model (`jax.eval_shape`: nothing is compiled; `ImproperUniform` sites
-    take `_improper_value`). The functions are NumPyro's public `potential_energy` and
-    `constrain_fn`, as `initialize_model` builds them. `labels` (a dict) receives each site's
-    inverse-transform label (`targets.labels`)."""
+    """(prototype, potential_fn, postprocess_fn) from one abstract trace of the model (`jax.eval_shape`)."""
     from functools import partial
 
     from numpyro import handlers
@@ -92,9 +84,7 @@ def _traced_init(model, model_args, model_kwargs, seed, labels=None, shapes=None
 
 
 def _check_observed(observed) -> None:
-    """TargetError naming the entries of an observed site's data that are not finite or lie outside
-    its distribution's support (`y[7] = nan`), before anything is compiled. Sites whose data or
-    support depend on the parameters (traced in the abstract trace) are left to the density."""
+    """TargetError naming observed data that are not finite or outside their distribution's support."""
     for name, fn, value in observed:
         if isinstance(value, jax.core.Tracer):
             continue
@@ -122,10 +112,7 @@ def _check_observed(observed) -> None:
 
 
 def _initialise(model, model_args, model_kwargs, seed, labels=None, shapes=None):
-    """(prototype {site: array}, start or None, potential_fn, postprocess_fn): the abstract trace
-    (start None: drawn later with the target's own compiled gradient, `_valid_start`), or NumPyro's
-    `initialize_model` (its own messages; its initial point is the start) for models that cannot
-    be traced so, e.g. discrete or enumerated sites."""
+    """(prototype, start or None, potential_fn, postprocess_fn): abstract trace, else `initialize_model`."""
     try:
         z, potential_fn, postprocess_fn = _traced_init(model, tuple(model_args), model_kwargs,
                                                        seed, labels, shapes)
@@ -146,9 +133,7 @@ def _initialise(model, model_args, model_kwargs, seed, labels=None, shapes=None)
 
 
 def _valid_start(target, seed, who: str = "NumPyro"):
-    """A flat start with finite V and grad V: uniform(-2, 2) draws (NumPyro's init_to_uniform
-    rule), up to 100 tries, evaluated with the target's compiled gradient (the MAP search's);
-    `who` (NumPyro, PyMC) names the model's library in the error."""
+    """A flat start with finite V and grad V: uniform(-2, 2) draws (init_to_uniform), up to 100 tries."""
     vg = jitted(target, "value_and_grad")
     rng = np.random.default_rng(seed)
     for _ in range(INIT_TRIES):
@@ -162,9 +147,7 @@ def _valid_start(target, seed, who: str = "NumPyro"):
 
 
 def _check_names(shapes, z0):
-    """TargetError when two sites (latent or deterministic) share a display name, e.g. a scalar
-    site "b[0]" beside a vector site `b` (shapes recorded by the abstract trace; the latent
-    sites alone for models initialised by NumPyro)."""
+    """TargetError when two sites (latent or deterministic) share a display name (`b[0]` beside `b`)."""
     shapes = shapes or {k: tuple(jnp.shape(v)) for k, v in z0.items()}
     try:
         check_unique_names(shapes, "NumPyro model")
@@ -177,20 +160,8 @@ def from_numpyro(model, *model_args, alpha=None, beta=None, name=None, seed=0,
                  model_kwargs=None, **kwargs) -> Target:
     """Target V(u) = NumPyro's potential (negative log joint + log |Jacobian|) at unconstrained u.
 
-    `model(*model_args, **kwargs)` is traced abstractly for its latent sites (observed sites fixed
-    by the arguments; `ImproperUniform` sites included), and a start is drawn by NumPyro's init_to_uniform
-    rule with the target's
-    compiled gradient, so that a new model costs one compilation of V and grad V before the fit;
-    models that cannot be traced so fall back to `numpyro.infer.util.initialize_model`.
-    Keyword arguments named alpha / beta /
-    name / seed / model_kwargs belong to this function; pass model keywords with those names in
-    `model_kwargs`.
-    `alpha`, `beta`: curvature bounds of V, needed by the VI step rules. `Target.astype(float32)`
-    re-initialises the model with its floating-point arguments cast to float32 and its 64-bit
-    integer arrays (indices) to int32 (`targets.base.cast_floats`).
-    `info`: "constrain" (flat (..., d) -> {site: (..., *shape)} constrained values), "sites"
-    ({site: unconstrained shape}), "init" (a start with finite V and grad V, flat), "names" (the
-    unconstrained coordinates: `log(sigma)`, `logit(p)`, ...), "numpyro" (model, args, kwargs).
+    `model(*model_args, **kwargs)`; model keywords named alpha/beta/name/seed go in `model_kwargs`.
+    `alpha`, `beta`: curvature bounds of V. `info`: "constrain", "sites", "init", "names", "numpyro".
     """
     mkw = dict(model_kwargs or {})
     mkw.update(kwargs)

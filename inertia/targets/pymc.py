@@ -1,13 +1,8 @@
 """PyMC models as targets, through PyMC's JAX backend (`pymc.sampling.jax.get_jaxified_graph`).
 
-PyMC is optional (`pip install 'inertia[pymc]'`). The target works on the flat vector of the
-model's value variables, PyMC's own unconstrained coordinates (`sigma_log__`, `w_simplex__`, ...;
-ravelled in sorted-name order); its potential is minus `model.logp()` (Jacobians included, as
-`pm.sample` uses it). `target.info["constrain"](x)` maps such vectors (any leading batch axes) to
-PyMC's variables by their own names: free variables on their supports and deterministics, as
-`pm.sample` returns them. Results' `to_arviz()` then carry the model's coords and dims, the
-pointwise log likelihood of every observed variable and the observed data, as `pm.sample` with
-`idata_kwargs={"log_likelihood": True}` does.
+PyMC is optional (`pip install 'inertia[pymc]'`). The potential is minus `model.logp()` on PyMC's own
+unconstrained value variables (sorted-name order); results carry coords, dims, pointwise log likelihood
+and observed data, as `pm.sample` with `idata_kwargs={"log_likelihood": True}` does.
 """
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ def is_pymc_model(obj) -> bool:
 
 @contextlib.contextmanager
 def _quiet_pytensor():
-    """PyTensor's note that its C backend found no BLAS, silenced for inertia's own calls (only the
-    JAX backend computes here)."""
+    """PyTensor's note that its C backend found no BLAS, silenced for inertia's own calls."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*PyTensor could not link to a BLAS",
                                 category=UserWarning)
@@ -60,8 +54,7 @@ def _jaxify(inputs, outputs):
 
 
 class PyMCModel:
-    """What a result's InferenceData needs of a PyMC model: pointwise log likelihood at
-    constrained draws, observed data, coords and dims (as `pm.sample` builds them)."""
+    """Pointwise log likelihood at constrained draws, observed data, coords and dims of a PyMC model."""
 
     def __init__(self, model):
         from pymc.backends.arviz import coords_and_dims_for_inferencedata, find_observations
@@ -73,8 +66,7 @@ class PyMCModel:
         self._loglik = None
 
     def _loglik_fn(self):
-        """(free variable names, jitted vmapped fn) of the pointwise log likelihood with the
-        free variables on their supports (`remove_value_transforms`)."""
+        """(free variable names, jitted vmapped pointwise log likelihood on the variables' supports)."""
         if self._loglik is None:
             from pymc.model.transform.conditioning import remove_value_transforms
 
@@ -125,12 +117,8 @@ def _check_continuous(model):
 def from_pymc(model, *, alpha=None, beta=None, name=None, seed=0) -> Target:
     """Target V(u) = -model.logp() (Jacobians included) at PyMC's unconstrained value variables u.
 
-    `alpha`, `beta`: curvature bounds of V, if known (the VI step rules use them). The start is
-    PyMC's initial point (`model.initial_point()`) where V and grad V are finite there, else
-    uniform(-2, 2) draws on the unconstrained space. `info`: "constrain" (flat (..., d) -> {PyMC
-    variable: (..., *shape)}: free variables on their supports and deterministics), "names" (the
-    unconstrained coordinates, PyMC's value-variable names), "init", "pymc" (the model's
-    log likelihood, observed data, coords and dims for `to_arviz()`).
+    `alpha`, `beta`: curvature bounds of V, if known. The start is `model.initial_point()` where V is finite.
+    `info`: "constrain", "names", "init", "pymc" (what `to_arviz()` needs).
     """
     pm = _pymc()
     if not isinstance(model, pm.Model):
@@ -196,9 +184,7 @@ def _float64_only(dtype):
 
 
 def _check_observed(model, point) -> None:
-    """TargetError naming the observed entries whose log likelihood is not finite at PyMC's initial
-    point (data outside the likelihood's support, or not finite), as PyMC's own check
-    (`model.point_logps`) finds them, entry by entry."""
+    """TargetError naming observed entries whose log likelihood is not finite at PyMC's initial point."""
     obs = list(model.observed_RVs)
     if not obs:
         return
@@ -221,9 +207,7 @@ def _check_observed(model, point) -> None:
 
 
 def pymc_model_from_file(module, name, obj, data, path):
-    """The PyMC model a model file names, or None when it is not one: NAME a `pm.Model`
-    (--data entries set its `pm.Data` containers by name), or a function of the data's entries
-    returning one. Errors name what does not match."""
+    """The PyMC model a model file names (a `pm.Model` or a function returning one), or None."""
     if is_pymc_model(obj):
         if data:
             _set_data(obj, data, name, path)
@@ -259,8 +243,7 @@ def pymc_model_from_file(module, name, obj, data, path):
 
 
 def _refers_to(module, package: str) -> bool:
-    """True when a name of `module` is `package`, one of its modules, or a class or function defined
-    there (`import pymc as pm`, `from pymc import Model, Normal`)."""
+    """True when a name of `module` is `package`, one of its modules, or something defined there."""
     for v in vars(module).values():
         for attr in ("__name__", "__module__"):
             text = getattr(v, attr, None)

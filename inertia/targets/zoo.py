@@ -21,13 +21,8 @@ def is_csv_path(data: str) -> bool:
 def make_target(model: str, *, data: str | None = None, dim: int = 8, kappa: float = 300.0,
                 prior_scale: float = 1.0, response: str | None = None,
                 drop_missing: bool = False) -> Target:
-    """Build a CLI model: the kappa-family Gaussian, a Bayesian GLM on a data set, graph-probit, or
-    a user's model file ("FILE.py:NAME", data from a CSV's columns).
-
-    GLMs use standardised predictors with an intercept column and prior N(0, prior_scale^2 I);
-    `data` is a built-in name (default "wdbc") or a CSV path with `response` naming its binary
-    response column (`drop_missing`: drop rows with missing cells instead of refusing them).
-    Coefficients are named `intercept` and the predictor columns.
+    """Build a CLI model: the kappa-family Gaussian, a Bayesian GLM on a data set, graph-probit, or a user's
+    model file ("FILE.py:NAME"); GLM options `data`, `response`, `drop_missing`, `prior_scale`.
     """
     if model.endswith(".py") or ".py:" in model:
         from ..data.named import read_named
@@ -76,8 +71,7 @@ LARGE_D = 2000  # above this many parameters a CSV's model is announced before t
 
 
 def _check_size(path, shape) -> None:
-    """Before building a GLM on a CSV of shape (n, p): MemoryError when the d x d arrays of a fit
-    (d = p + 1) exceed free memory; a warning naming the size when d > LARGE_D."""
+    """Before a GLM on a CSV of shape (n, p): MemoryError when a fit's d x d arrays exceed free memory."""
     import warnings
 
     n, p = shape
