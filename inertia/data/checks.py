@@ -1,11 +1,4 @@
-"""Data values checked by entry, before a model sees them: one function names the offending entries
-(`y[7]`, `X[2, 0]`) of any array, whichever model convention (NumPyro, PyMC) or reader found them.
-
-- `bad_entries(name, value, ok)`: "y[7] = nan, y[9] = inf" for the entries where `ok` is false
-  (default: the non-finite ones), at most three named and the count of the rest.
-- `int64_notes(data)`: the entries whose values are whole numbers beyond int64's range (a float such
-  as 1e20 used as a shape or an index cannot work), for the message of a model that failed on them.
-"""
+"""Data values checked by entry, before a model sees them: names of the offending entries (`y[7]`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +15,7 @@ def _where(name: str, shape: tuple, flat: int) -> str:
 
 
 def bad_entries(name: str, value, ok=None) -> str:
-    """"" when every entry of `value` passes `ok` (a boolean array of its shape; default: finite),
-    else the failing entries named with their values: "y[7] = nan (and 2 more)"."""
+    """"" when every entry passes `ok` (default: finite), else "y[7] = nan (and 2 more)"."""
     a = np.asarray(value)
     if a.dtype.kind not in "fiub":
         return ""
@@ -38,8 +30,7 @@ def bad_entries(name: str, value, ok=None) -> str:
 
 
 def int64_notes(data) -> str:
-    """"" or a sentence naming the entries of `data` ({name: value}) that are whole numbers beyond
-    int64's range (at most 9223372036854775807): no shape, size or index can take them."""
+    """"" or a sentence naming entries of `data` that are whole numbers beyond int64's range."""
     found = []
     for name, value in (data or {}).items():
         try:

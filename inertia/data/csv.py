@@ -1,12 +1,7 @@
 """A user's CSV file as numeric columns, one reader for `inertia fit`, `sample` and `calibrate`.
 
-`read_table` parses the file (UTF-8 with or without a byte-order mark, or UTF-16; `,` `;` or tab
-separators found from the first lines; quoted values; a decimal comma with `;`), refuses duplicate
-or empty column names, ragged rows and non-numeric cells by row and column, and refuses missing
-(empty, NA, NaN, ...) and infinite cells unless `drop_missing=True`, which drops those rows and
-says how many went. `read_csv` adds a response column and checks every column's scale (values
-whose squares overflow or underflow float64) and constant predictors; `load_csv` is the binary
-regression data set of the GLM models.
+`read_table` parses and checks the file (encodings, separators, missing cells: docs/guide.md);
+`read_csv` adds a response column and scale checks; `load_csv` is the GLMs' binary regression data set.
 """
 from __future__ import annotations
 
@@ -28,8 +23,7 @@ _SNIFF_LINES = 50
 
 
 class Table(NamedTuple):
-    """Parsed CSV: column names, values (rows, columns) float64, the file line of each kept row,
-    and how many data rows were dropped for missing or non-finite cells."""
+    """Parsed CSV: names, values (rows, columns) float64, each kept row's file line, rows dropped."""
 
     names: list
     values: np.ndarray
@@ -53,8 +47,7 @@ def _text(path: Path) -> str:
 
 
 def _delimiter(lines: list) -> str:
-    """The separator that splits the header into several columns with the most sniffed rows
-    alike (then the most columns; `,` before `;` before tab)."""
+    """The separator that splits the header into most alike sniffed rows (then most columns; `,` `;` tab)."""
     best, best_key = ",", None
     for rank, d in enumerate(DELIMITERS):
         try:
@@ -158,9 +151,7 @@ def read_table(path, *, drop_missing: bool = False) -> Table:
 
 
 def first_bad_row(path):
-    """"line N has k cells, the header m" for the first row of a comma-separated file whose
-    length differs from the header's (a pass over the file, for another reader's error), or
-    None."""
+    """"line N has k cells, the header m" for the first ragged row of a comma-separated file, or None."""
     with open(path, newline="", encoding="utf-8-sig", errors="replace") as fh:
         reader = csv.reader(fh)
         width = None
@@ -207,8 +198,7 @@ def read_columns(path, *, drop_missing: bool = False) -> dict:
 
 
 def check_scale(x, name: str, path) -> None:
-    """DatasetError when a column's centred squares overflow or underflow float64 (standardising
-    it, or a loss on it, would turn it into inf, NaN or a division by zero)."""
+    """DatasetError when a column's centred squares overflow or underflow float64."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         c = x - np.mean(x)
@@ -236,8 +226,7 @@ def _response_column(path, names, response):
 
 
 def read_csv(path, *, response=None, drop_missing: bool = False):
-    """(X (n, p), y (n,), predictor names) from a CSV: `response` is y, every other column a
-    predictor; constant predictors and columns whose squares leave float64 are refused by name."""
+    """(X (n, p), y (n,), predictor names) from a CSV; constant or out-of-scale predictors refused."""
     t = read_table(path, drop_missing=drop_missing)
     j = _response_column(path, t.names, response)
     names = [n for k, n in enumerate(t.names) if k != j]
@@ -274,8 +263,7 @@ def binary_response(y, response: str, path) -> np.ndarray:
 
 def load_csv(path, response: str, *, standardize: bool = True,
              drop_missing: bool = False) -> Dataset:
-    """Dataset from a CSV: predictors = every other column (standardised as the data sets are), y in {0, 1}
-    from the two values of `response` (the larger value is 1)."""
+    """Dataset from a CSV: standardised predictors, y in {0, 1} from `response`'s two values (larger is 1)."""
     X, y_raw, names = read_csv(path, response=response, drop_missing=drop_missing)
     y = binary_response(y_raw, response, path)
     if X.shape[0] < 2:

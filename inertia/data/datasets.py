@@ -105,8 +105,7 @@ def _with_header(sep: str, target: str, dtype=np.float64):
 
 
 def content_checksum(X, y) -> str:
-    """sha256 of the parsed table [X, y] as float64 with rows sorted: independent of number
-    formatting, separators, line endings and row order (used for downloaded, converted files)."""
+    """sha256 of the parsed table [X, y] as float64 with rows sorted (independent of formatting and order)."""
     T = np.column_stack([np.asarray(X, np.float64), np.asarray(y, np.float64)])
     T = T[np.lexsort(T.T[::-1])]
     return hashlib.sha256(np.ascontiguousarray(T, dtype="<f8").tobytes()).hexdigest()
@@ -146,8 +145,7 @@ def _arff_to_csv(label_map: Optional[dict] = None):
 
 
 def _german_from_uci(raw: bytes) -> bytes:
-    """UCI german.data (symbolic codes A<attr><value>, class 1 good / 2 bad) -> integer-coded
-    `;`-separated table with `Creditability` first (1 good, 0 bad)."""
+    """UCI german.data (symbolic codes) -> integer-coded `;`-separated table, `Creditability` first."""
     out = [";".join(GERMAN_COLUMNS)]
     for ln in _lines(raw):
         toks = ln.split()
@@ -378,8 +376,7 @@ def _packaged_table(spec: DatasetSpec):
 
 
 def available(name: str, cache_dir=None) -> bool:
-    """True when `load_dataset(name)` needs no download: shipped with scikit-learn or inertia, or
-    its file is in the cache folder (`cache_dir`, else $INERTIA_DATA_DIR, else the user cache)."""
+    """True when `load_dataset(name)` needs no download (shipped, or in the cache folder)."""
     spec = _spec(name)
     if spec.package_loader is not None or packaged_file(name) is not None:
         return True
@@ -414,9 +411,7 @@ def _raw_table(spec: DatasetSpec, cache_dir, download):
 # Public helpers.
 
 def standardize_predictors(X, feature_names=None):
-    """Spec section 9.2: drop zero-variance columns, centre, divide by the population std (ddof=0).
-
-    Returns (Z, kept_feature_names); non-finite values raise DatasetError."""
+    """Drop zero-variance columns, centre, divide by the population std; (Z, kept_feature_names)."""
     X = np.asarray(X, dtype=np.float64)
     names = list(feature_names) if feature_names is not None else list(range(X.shape[1]))
     bad = ~np.all(np.isfinite(X), axis=0)
@@ -444,14 +439,7 @@ def load_dataset(name: str, *, standardize: bool = True, cache_dir=None, downloa
                  include_b: bool = False, drop=()) -> Dataset:
     """Load a registered data set (see `DATASETS`) as `Dataset(name, X, y, feature_names, target)`.
 
-    WDBC and diabetes come from scikit-learn; the others from the cache folder (`cache_dir`, else
-    $INERTIA_DATA_DIR, else the user cache dir), verified by sha256. A missing file is downloaded
-    when `download` is True, or None (default) and $INERTIA_OFFLINE is unset; otherwise, or when
-    the download fails, a DatasetError names the file, the folder and how to fill it.
-    `standardize=True` centres and scales each column of X (docs/data.md) (y is never transformed). `drop`
-    removes
-    named predictors (e.g. ``drop=("CHAS",)`` for Boston); Boston's `B` column is dropped unless
-    `include_b=True`.
+    `download`, `cache_dir`, `standardize`, `drop` and `include_b` as in docs/data.md.
     """
     spec = _spec(name)
     X, y, names, target = _raw_table(spec, cache_dir, download)

@@ -1,15 +1,6 @@
 """A data file of named arrays for a model file: Stan-style JSON, NumPy .npz, Parquet or CSV.
 
-`read_named(path)` returns a `NamedData` dict {name: value} whose values keep their kinds:
-- JSON (Stan's data-JSON convention, as CmdStan reads it): an integer stays a Python int, a real a
-  Python float, a (nested) list of numbers becomes an array (int64 when every entry is an integer,
-  float64 otherwise; nested lists must be rectangular), the strings "NaN", "Inf", "Infinity",
-  "-Inf", "-Infinity" are the special reals, and an object nests such entries;
-- .npz: each stored array; 0-d arrays become Python scalars, integer and boolean arrays keep their
-  dtype, floating arrays become float64;
-- Parquet (.parquet, .pq): each column, integer columns as int64, the rest as float64;
-- CSV and any other name: every column as float64 (`inertia.data.csv.read_columns`).
-
+`read_named(path)` returns a `NamedData` dict whose values keep their kinds (docs/user-models.md);
 `check_arguments(fn, name, data, model_path)` matches a model's arguments with the file's names.
 """
 from __future__ import annotations
@@ -34,8 +25,7 @@ _SPECIAL = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "infinity": math
 
 
 class NamedData(dict):
-    """{name: int, float or ndarray} read from `path`; `kind` is "json", "npz", "parquet" or
-    "csv"."""
+    """{name: int, float or ndarray} read from `path`; `kind` is "json", "npz", "parquet" or "csv"."""
 
     def __init__(self, values, path, kind):
         super().__init__(values)
@@ -118,8 +108,7 @@ def _json_value(v, path, name):
 
 
 def _json_object(pairs):
-    """A JSON object's (key, value) pairs as a dict; a key given twice raises (Stan and CmdStan
-    refuse it: the last copy would silently win)."""
+    """A JSON object's (key, value) pairs as a dict; a key given twice raises (as Stan and CmdStan)."""
     out = {}
     for k, v in pairs:
         if k in out:
@@ -142,8 +131,7 @@ class _BareConstant(ValueError):
 
 
 def python_name(key: str) -> str:
-    """`key` as Python spells an identifier (NFKC-normalised: an 'é' typed as e + combining accent
-    in a data file matches the argument `é`)."""
+    """`key` as Python spells an identifier (NFKC-normalised)."""
     return unicodedata.normalize("NFKC", key)
 
 
@@ -161,8 +149,7 @@ def _python_names(values: dict, path) -> dict:
 
 
 def read_json(path) -> NamedData:
-    """{name: value} of a Stan data-JSON file (see the module docstring); a syntax error names the
-    file, line and column."""
+    """{name: value} of a Stan data-JSON file; a syntax error names the file, line and column."""
     path = _file(Path(path), "JSON")
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -257,8 +244,7 @@ def read_named(path, *, drop_missing: bool = False) -> NamedData:
 
 
 def model_data(data) -> dict:
-    """The keyword arguments a model file receives: a typed file's values as read (floating arrays
-    float64), otherwise (CSV columns, plain dicts) every value as a float64 array."""
+    """The keyword arguments a model file receives: typed values as read, CSV columns as float64 arrays."""
     if isinstance(data, NamedData) and data.typed:
         return dict(data)
     return {k: np.asarray(v, dtype=np.float64) for k, v in (data or {}).items()}
@@ -273,8 +259,7 @@ def _near(name, names):
 
 
 def check_arguments(fn, name: str, data, model_path) -> None:
-    """DatasetError naming every argument of `fn` that the typed data file lacks and every array
-    of the file `fn` does not take (no check for CSV columns or plain dicts)."""
+    """DatasetError naming arguments of `fn` the typed data file lacks and arrays `fn` does not take."""
     if not (isinstance(data, NamedData) and data.typed):
         return
     try:

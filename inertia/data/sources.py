@@ -1,12 +1,7 @@
 """Row sources for data larger than memory: in-memory arrays, memory-mapped .npy, Parquet and CSV.
 
-A source is N rows of predictors X (N, p) and a response y (N,), read in row blocks
-(`blocks(chunk)`) and by index (`take(idx)`), never all at once unless it already is in memory.
-A .npy file is memory-mapped (one 2-D array; `response` names the column holding y). Parquet and
-CSV are read in row groups with pyarrow and written once, block by block, to a memory-mapped
-.npy scratch file in `cache_dir` (default: the system temporary folder; deleted with the source),
-so random minibatch rows can be read without loading the file (cost: one streaming pass and
-N x (p + 1) numbers of disk).
+A source is N rows of X (N, p) and y (N,), read in blocks (`blocks(chunk)`) and by index (`take(idx)`);
+Parquet and CSV are copied once to a memory-mapped .npy scratch file (docs/sgmcmc.md).
 """
 from __future__ import annotations
 
@@ -22,8 +17,7 @@ Block = Tuple[int, np.ndarray, np.ndarray]
 
 
 def _take_rows(A: np.ndarray, idx: np.ndarray, out: Optional[np.ndarray] = None) -> np.ndarray:
-    """A[idx] for a 2-D array, one record copy per row when A is C-contiguous (memory maps too);
-    written into `out` (C-contiguous, (idx.size, p), any float dtype) when given."""
+    """A[idx] for a 2-D array, one record copy per row, into `out` when given."""
     if A.flags.c_contiguous and A.shape[1]:
         rec = np.dtype((np.void, A.shape[1] * A.dtype.itemsize))
         recs = A.reshape(-1).view(rec)
@@ -40,8 +34,7 @@ def _take_rows(A: np.ndarray, idx: np.ndarray, out: Optional[np.ndarray] = None)
 
 
 def _mode(idx: np.ndarray, n: int) -> str:
-    """np.take's mode: "clip" when every index is in [0, n) (then np.take writes into `out`
-    without a buffered copy, the same rows), else "raise" (negative indices, errors)."""
+    """np.take's mode: "clip" when every index is in [0, n) (no buffered copy), else "raise"."""
     return "clip" if idx.size == 0 or (idx.min() >= 0 and idx.max() < n) else "raise"
 
 
@@ -63,8 +56,7 @@ def as_rows(X, y):
 
 
 class ArraySource:
-    """Rows of in-memory arrays X (N, p) and y (N,), read as float64; X is kept as given when it
-    is float32 or float64 (no copy), y is float64."""
+    """Rows of in-memory arrays X (N, p) (float32/float64 kept as given) and y (N,) float64."""
 
     def __init__(self, X, y, names: Optional[Sequence[str]] = None):
         X = _stored(X)
@@ -94,8 +86,7 @@ class ArraySource:
             yield s, np.asarray(self.X[s:e], np.float64), np.asarray(self.y[s:e], np.float64)
 
     def take(self, idx, out=None) -> Tuple[np.ndarray, np.ndarray]:
-        """(X[idx], y[idx]) as float64 arrays; idx may have any shape (rows on the last axes).
-        `out` = (X_out, y_out), C-contiguous float64 of those shapes, receives the rows."""
+        """(X[idx], y[idx]) as float64 arrays (idx of any shape), into `out` when given."""
         idx = np.asarray(idx)
         flat = idx.ravel()
         Xo, yo = (None, None) if out is None else (out[0].reshape(flat.size, self.num_cols),
