@@ -1,7 +1,6 @@
-"""`Result`: what every result shares, written once. A result class sets `kind` ("fit",
-"sample", "calibration") and gives `verdict` (an `inertia.verdict.Verdict`); `converged`, the
-summary rows, the table, `to_arviz`, `save`, `predictive`, the verdict's JSON entries and the
-repr are here (the rows and InferenceData of each kind: `results.build`)."""
+"""`Result`: what every result shares, written once (converged, summary, table, `to_arviz`, `save`,
+`predictive`, the verdict's JSON entries, repr); a result class sets `kind` and gives `verdict`.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,10 +12,7 @@ from . import build, predictive
 
 
 def save(res, path, **kw) -> Path:
-    """Write `res.to_arviz(**kw)` (or an InferenceData) to `path` as netCDF; returns the path.
-    Written to a temporary file in the same folder and renamed into place (no half-written file;
-    the umask's mode). A symbolic link is followed: its target is replaced and the link stays.
-    An existing device, FIFO or folder at `path` raises ValueError before anything is computed."""
+    """Write `res.to_arviz(**kw)` (or an InferenceData) to `path` as netCDF, atomically; returns the path."""
     output_path(path, "save:", regular=True)
     obj = res if type(res).__name__ in ("InferenceData", "DataTree") else res.to_arviz(**kw)
     replace_with(path, obj.to_netcdf, suffix=".nc")
@@ -25,8 +21,7 @@ def save(res, path, **kw) -> Path:
 
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 class Result:
-    """Attributes for values (mean, cov, names, verdict, converged); methods for what takes
-    options (summary, table, to_arviz, save, predictive)."""
+    """Attributes for values (mean, cov, names, verdict, converged); methods for what takes options."""
 
     kind = ""
 
@@ -40,8 +35,7 @@ class Result:
         return {**self.verdict.to_dict(), "verdict": self.verdict.line()}
 
     def summary(self, **kw) -> list:
-        """Rows {name, mean, sd, q5, q95, ...} of the printed table (constrained sites of NumPyro
-        models)."""
+        """Rows {name, mean, sd, q5, q95, ...} of the printed table."""
         return build.SUMMARY[self.kind](self, **kw)
 
     def verdict_lines(self) -> list:
@@ -49,14 +43,12 @@ class Result:
         return [] if self.converged else [self.verdict.line()]
 
     def table(self, max_rows: Optional[int] = 40) -> str:
-        """The summary as aligned text (the least converged `max_rows` parameters), headed by
-        `verdict_lines()`."""
+        """The summary as aligned text (the least converged `max_rows` parameters), headed by its verdict."""
         dg = getattr(self, "diagnostics", None)
         return "\n".join([*self.verdict_lines(), "" if dg is None else dg.table(max_rows)])
 
     def to_arviz(self, **kw):
-        """InferenceData: the posterior by site (constrained for NumPyro models) or by name, the
-        run's settings, verdict and summary in the attributes (`inertia.results.build`)."""
+        """InferenceData: the posterior by site or name, with settings, verdict and summary as attributes."""
         return build.TO_ARVIZ[self.kind](self, **kw)
 
     def save(self, path, **kw):

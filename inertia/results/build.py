@@ -1,6 +1,6 @@
-"""One output convention for `vi.fit`, `mcmc.sample` and `sgmcmc.calibrate`: ArviZ InferenceData
-(posterior by site, constrained), the summary rows the tables and JSON print, and the attributes
-`save` writes (settings, verdict, summary, the unconstrained moments)."""
+"""One output convention for `vi.fit`, `mcmc.sample` and `sgmcmc.calibrate`: InferenceData, summary rows,
+and the attributes `save` writes.
+"""
 from __future__ import annotations
 
 import warnings
@@ -46,8 +46,7 @@ def coordinate_names(res) -> list:
 # ------------------------------------------------------------------ VI
 @of_result
 def fit_draws(res, num_draws: int = FIT_DRAWS, seed: int = 0) -> np.ndarray:
-    """(seed, draw, d) draws of the fitted Gaussian(s), the same for every caller with the same
-    num_draws and seed."""
+    """(seed, draw, d) draws of the fitted Gaussian(s), the same for every caller with the same arguments."""
     d = res.sample(key_of(seed), num_draws)
     return d[None] if d.ndim == 2 else d
 
@@ -79,9 +78,7 @@ def fit_settings(res) -> dict:
 
 @of_result
 def fit_to_arviz(res, num_draws: int = FIT_DRAWS, seed: int = 0, log_likelihood: bool = True):
-    """q's draws (chain = seed) pushed through the constraints; log_likelihood and observed_data
-    for NumPyro models; the Gaussian's mean, cov and coordinates, the run's settings, verdict and
-    summary in the posterior's attributes."""
+    """InferenceData of q's draws (chain = seed), constrained, with the run in the attributes."""
     info = _info(res)
     sites = fit_sites(res, num_draws, seed)
     rows = rows_of(sites)
@@ -109,8 +106,7 @@ def _split(res):
 
 @of_result
 def draws_summary(res) -> list:
-    """Rows of the printed table of a sample or calibration: mean, sd, q5, q95, mcse, r_hat,
-    ess_bulk, ess_tail (constrained sites of NumPyro models; the kept draws after burn-in)."""
+    """Rows of a sample's or calibration's table: mean, sd, q5, q95, mcse, r_hat, ess_bulk, ess_tail."""
     dg = res.diagnostics
     if dg is None:
         kept = sample_sites(res)[0] if res.kind == "sample" else _id.sites_of(res.draws)
@@ -142,8 +138,7 @@ def sample_settings(res) -> dict:
 
 @of_result
 def sample_to_arviz(res, log_likelihood: bool = True):
-    """Kept draws as the posterior (burned ones as warmup_posterior), per-draw sample_stats,
-    log_likelihood and observed_data for NumPyro models, the run in the attributes."""
+    """InferenceData of kept draws (burned ones as warmup_posterior), sample_stats and the run."""
     info = _info(res)
     kept, warm = sample_sites(res)
     c, n = res.draws.shape[:2]

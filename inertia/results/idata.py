@@ -19,9 +19,7 @@ def arviz():
 
 
 def sites_of(draws, info: Optional[Mapping] = None, names=None) -> dict:
-    """{variable: (chain, draw, ...)} from flat draws (chain, draw, d): a NumPyro target's
-    constrained sample and deterministic sites (sorted by name), else one variable per parameter
-    name, names like w[0], w[1] gathered into one array `w`, and `x` for unnamed coordinates."""
+    """{variable: (chain, draw, ...)} from flat draws: constrained sites, else variables by parameter name."""
     draws = np.asarray(draws, dtype=np.float64)
     info = info or {}
     if info.get("constrain") is not None:
@@ -82,8 +80,7 @@ def latent_only(sites: Mapping, info: Mapping) -> dict:
 
 
 def log_likelihood(sites: Mapping, info: Mapping) -> Optional[dict]:
-    """{observed site: pointwise log likelihood (chain, draw, ...)} through NumPyro's
-    `log_likelihood`; None for targets that are not NumPyro models or have no observed site."""
+    """{observed site: pointwise log likelihood (chain, draw, ...)} of a NumPyro model, or None."""
     if (info or {}).get("pymc") is not None:  # a PyMC model's own (inertia.targets.pymc)
         return info["pymc"].log_likelihood(sites)
     spec = numpyro_model(info)
@@ -115,8 +112,7 @@ def observed_data(sites: Mapping, info: Mapping) -> Optional[dict]:
 
 def from_groups(groups: Mapping[str, Optional[Mapping]], attrs: Optional[Mapping] = None,
                 info: Optional[Mapping] = None):
-    """An ArviZ object (InferenceData on 0.x, DataTree on 1.x) from {group: {var: array}}; the
-    inertia attributes (JSON text) on the posterior group; a PyMC model's coords and dims."""
+    """An ArviZ object (InferenceData or DataTree) from {group: {var: array}}, with inertia's attributes."""
     az = arviz()
     groups = {g: {str(k): np.asarray(v) for k, v in d.items()} for g, d in groups.items() if d}
     named = (info or {}).get("pymc")
@@ -162,10 +158,7 @@ def _jsonable(v):
 
 def per_draw_stats(info: Mapping, num_chains: int, num_draws: int, thinning: int,
                    params: Optional[Mapping] = None) -> dict:
-    """sample_stats (chain, draw) from per-step info (chain, step, ...): ArviZ's names where they
-    exist (diverging from `is_finite` when the kernel has no `diverging`; step_size from the
-    parameters when constant); boolean fields are any-over, others the mean over, each draw's
-    `thinning` steps."""
+    """sample_stats (chain, draw) from per-step info: ArviZ's names, any/mean over each draw's steps."""
     out = {}
     for k, v in info.items():
         v = np.asarray(v)

@@ -8,10 +8,7 @@ from .build import _info, fit_sites, sample_sites
 
 
 def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, **model_kwargs):
-    """{site: (num_draws, ...)} draws of `numpyro.infer.Predictive(model, posterior_samples)`:
-    the model called with `model_args` / `model_kwargs` (default: the arguments it was fitted on)
-    at each posterior draw (chains pooled; a fit's draws of q pushed through the constraints).
-    Observed sites given as None in the arguments are drawn; pass new predictors for new data."""
+    """{site: (num_draws, ...)} of `numpyro.infer.Predictive` at each posterior draw (chains pooled)."""
     info = _info(res)
     spec = _id.numpyro_model(info)
     if spec is None:
@@ -25,8 +22,7 @@ def predictive(res, rng_key, *model_args, num_samples=None, return_sites=None, *
 
 
 def draw(model, sites, rng_key, args, kwargs, num_samples=None, return_sites=None) -> dict:
-    """Predictive draws at posterior `sites` {name: (chain, draw, ...)} (chains pooled); sites
-    that are not latent sample sites of the model (deterministic ones) are left out."""
+    """Predictive draws at posterior latent `sites` {name: (chain, draw, ...)} (chains pooled)."""
     from numpyro import handlers
     from numpyro.infer import Predictive
 

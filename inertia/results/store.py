@@ -1,5 +1,4 @@
-"""Save a result as netCDF (its InferenceData, with the run's settings, verdict and summary in the
-attributes) and load it back as a `LoadedResult` with the same summary, table and to_arviz()."""
+"""Save a result as netCDF and load it back as a `LoadedResult` with the same summary and table."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,9 +13,7 @@ from ..factor_cov import FactorCovariance
 
 
 def load(path) -> "LoadedResult":
-    """A result written by `save` (`res.save(path)`, `inertia fit|sample --save PATH.nc`).
-    Anything else (a folder, an empty, damaged, compressed or JSON file, a netCDF file inertia did
-    not write) raises an error naming the file and what it is."""
+    """A result written by `save`; anything else raises an error naming the file and what it is."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"{path} is a folder, not a saved result (give the .nc file "
@@ -78,8 +75,7 @@ def _check_signature(path: Path) -> None:
 
 
 class LoadedResult(Result):
-    """A saved fit, sample or calibration: `summary()`, `table()`, `to_arviz()`, `verdict`,
-    `converged`, `settings`, and the unconstrained `mean`, `cov` and `names` of the run."""
+    """A saved fit, sample or calibration: summary, table, to_arviz, verdict, settings, mean, cov, names."""
 
     def __init__(self, idata, attrs: dict, path=None):
         self._idata, self._attrs, self.path = idata, attrs, path
@@ -108,8 +104,7 @@ class LoadedResult(Result):
 
     @property
     def cov(self) -> np.ndarray:
-        """Covariance in the unconstrained coordinates (a `inertia.factor_cov.FactorCovariance` for the
-        factor family, saved in its factor form)."""
+        """Covariance in the unconstrained coordinates (a `FactorCovariance` for the factor family)."""
         cov = self._flat().get("cov")
         if isinstance(cov, dict) and "B" in cov:
             return FactorCovariance.from_dict(cov)
@@ -144,8 +139,7 @@ class LoadedResult(Result):
 
     def predictive(self, rng_key, model, *model_args, num_samples=None, return_sites=None,
                    **model_kwargs) -> dict:
-        """Posterior predictive draws by site of a NumPyro `model` (the file keeps the draws, not
-        the model) called with `model_args` at each saved posterior draw (NumPyro's Predictive)."""
+        """Posterior predictive draws by site of a NumPyro `model` at each saved posterior draw."""
         post = self._idata["posterior"] if _id._major(_id.arviz()) >= 1 else self._idata.posterior
         sites = {k: post[k].values for k in post.data_vars}
         return draw(model, sites, rng_key, model_args, model_kwargs, num_samples, return_sites)
