@@ -1,9 +1,7 @@
 """Command line: `inertia fit | sample | calibrate | reproduce`.
 
-`main` parses the command line (`_parsers`: argparse and names only, no JAX, so that `--help`,
-`--version` and argument errors answer at once), then runs the command: its module in this package
-(`fit`, `sample`, `calibrate`, `reproduce`), loaded then, and turns what it raises into one line and
-an exit status.
+Parsing loads no JAX (`_parsers`); the command's module then runs, and what it raises becomes one line
+and an exit status.
 """
 from __future__ import annotations
 

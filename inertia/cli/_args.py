@@ -9,8 +9,7 @@ from .._io import check_name_length, output_path, same_file
 
 
 class Formatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each option's default, unless its help already states it or there is none to show
-    (required options, flags, and None defaults whose help says what happens)."""
+    """Shows each option's default, unless its help states it or there is none to show."""
 
     def _get_help_string(self, action):
         text = action.help or ""
@@ -21,8 +20,7 @@ class Formatter(argparse.ArgumentDefaultsHelpFormatter):
 
 
 def number_type(convert, ok, expected: str, invalid: str, name: str):
-    """argparse type: `convert(text)`; "expected {expected}, got 'text'" when it does not parse,
-    `invalid` (formatted with v = the value, text = the input) when `ok(v)` is false."""
+    """argparse type: `convert(text)`, "expected {expected}, got 'text'", `invalid` when `ok(v)` fails."""
     def parse(text: str):
         try:
             v = convert(text)
@@ -73,17 +71,14 @@ def add_quiet(p) -> None:
 
 
 def check_output_file(path, option: str, regular: bool = False) -> None:
-    """Before a run: `path` can be written (parents created, not a folder; with `regular`, not a
-    device or FIFO; a symbolic link counts as its target); else ValueError."""
+    """Before a run: `path` can be written (parents made; a link counts as its target); else ValueError."""
     check_name_length(path, option)
     path = output_path(path, option, regular=regular)
     _check_folder(path.parent, option, f"the folder of {path}")
 
 
 def check_outputs(pairs) -> None:
-    """Before a run: each (option, path) with a path can be written (`check_output_file`; --save
-    must be a regular file) and no two options name one file; else ValueError. A --save starts
-    ArviZ's import (it writes the netCDF) in the background (`inertia._prefetch`)."""
+    """Before a run: every output path can be written and no two options name one file; else ValueError."""
     given = [(o, p) for o, p in pairs if p is not None and str(p) != "-"]
     for option, path in given:
         check_output_file(path, option, regular=option == "--save")

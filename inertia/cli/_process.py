@@ -1,6 +1,6 @@
-"""The `inertia` command's own process: float64 and JAX's compilation cache process-wide, the
-interrupt watcher, warnings as one line; float64 scoped to the call when `main` is called from
-Python."""
+"""The `inertia` command's own process: float64 and the compilation cache process-wide, the interrupt
+watcher, warnings as one line; float64 scoped to the call when `main` is called from Python.
+"""
 from __future__ import annotations
 
 import os
@@ -22,14 +22,7 @@ def interrupt_line(args) -> str:
 
 
 def watch_interrupts(args, grace: float = 2.0) -> None:
-    """End the process on SIGINT even while the main thread sits in a long compiled computation.
-
-    Python runs its SIGINT handler (KeyboardInterrupt) only between bytecodes, so a Ctrl-C during
-    an XLA call would wait for the whole call. The C-level handler also writes the signal number to
-    the wakeup fd at once; this thread reads it and, if the main thread has not reported the
-    interrupt within `grace` seconds, prints the one line and exits with status 130. Every output
-    is written atomically or at the end, so nothing is left half-written.
-    """
+    """End the process with status 130 on SIGINT even during a long compiled call (docs/howto/speed.md)."""
     import signal
     import socket
     import threading
@@ -68,18 +61,13 @@ def watch_interrupts(args, grace: float = 2.0) -> None:
 
 
 def quiet_arviz_notice() -> None:
-    """Ignore ArviZ 0.2x's import-time FutureWarning about its 1.0 refactor, process-wide: for the
-    `inertia` command's own process only (a background import cannot scope it)."""
+    """Ignore ArviZ 0.2x's import-time FutureWarning, process-wide (the command's own process only)."""
     warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
                             category=FutureWarning, module="arviz")
 
 
 def own_process(args, prefix: str) -> None:
-    """Process-wide settings of the `inertia` command, its own process (never of a call of `main`
-    from Python): float64 and JAX's compilation cache (through JAX's environment variables while
-    JAX is not imported, so that argument errors answer without it), the interrupt watcher, and
-    warnings printed as one line each, and one thread for each BLAS pool (XLA runs threads of its
-    own; spinning BLAS workers beside them slow a run on shared cores: benchmarks/blas_threads.py)."""
+    """Process-wide settings of the `inertia` command's own process (never of `main` called from Python)."""
     import scipy.linalg.cython_lapack  # noqa: F401  (loads the OpenBLAS XLA's CPU LAPACK calls)
     from threadpoolctl import threadpool_limits
 
@@ -99,8 +87,7 @@ def own_process(args, prefix: str) -> None:
 
 
 def float64(own_process: bool):
-    """Float64 for a command: already process-wide in the command's own process; JAX's
-    thread-local x64 for a call of `main` from Python, restored on return."""
+    """Float64 for a command: process-wide in its own process, else JAX's thread-local x64."""
     import contextlib
 
     if own_process:

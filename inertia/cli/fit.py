@@ -1,9 +1,4 @@
-"""`inertia fit`: fit a full-covariance Gaussian with any registered VI method.
-
-Exit status: 0 when the fit converged and q is usable (Pareto k-hat <= 0.7); 3 when it ends NOT
-CONVERGED (unless --allow-unconverged); 4 when it converged but q is an unreliable approximation
-(k-hat > 0.7; unless --allow-unreliable); 2 on errors.
-"""
+"""`inertia fit`: fit a Gaussian with any registered VI method (exit statuses: docs/reference/cli.md)."""
 from __future__ import annotations
 
 import json

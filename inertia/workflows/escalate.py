@@ -1,9 +1,5 @@
-"""`fit(..., ensure=...)`: the exact sampler, warm-started from the fit, when the Gaussian falls short.
-
-The fit is kept when it converged and its quality (`variational.quality`) meets the level asked for
-("adequate": k-hat < 0.5; "usable": k-hat <= 0.7); otherwise `mcmc.sample` (its default exact
-kernel and warm-up) runs from draws of q (PSIS-resampled where k-hat <= 0.7) and its result is
-returned with the fit in `.fit` and why in `.escalated` (also its verdict's `numbers["escalated"]`).
+"""`fit(..., ensure=...)`: the exact sampler, warm-started from the fit, when the Gaussian falls short
+("adequate": k-hat < 0.5; "usable": k-hat <= 0.7; docs/vi.md).
 """
 from __future__ import annotations
 
@@ -22,8 +18,7 @@ def falls_short(res, ensure: str) -> bool:
 
 
 def escalate(res, target, ensure: str, *, seed: int = 0, progress: bool = False):
-    """The fit `res` when it meets `ensure`, else `mcmc.sample(target)` started at NUM_CHAINS draws
-    of q, with `.fit` (the fit) and `.escalated` (why the sampler ran)."""
+    """The fit when it meets `ensure`, else `mcmc.sample` from draws of q, with `.fit`, `.escalated`."""
     if not falls_short(res, ensure):
         return res
     if res.quality is not None and res.quality.get("corrected"):
