@@ -1,18 +1,13 @@
 """inertia: momentum-accelerated Bayesian inference on JAX.
 
-Importing inertia changes nothing outside it: JAX's float64 flag, its compilation cache, the
-environment, warning filters, BLAS pools and the garbage collector stay as they were. The entry
-points (`fit`, `sample`, `calibrate`, `from_numpyro`) compute in float64 inside JAX's thread-local
-x64 context and restore everything they set on return; process-wide switches are opt-in in
-`inertia.config` (`enable_x64()`, `enable_compilation_cache()`).
+Importing inertia changes nothing outside it; entry points compute in float64 inside JAX's
+thread-local x64 and restore what they set; process-wide switches are opt-in in `inertia.config`.
 """
 __version__ = "0.1.0"
 
 
 def compile_tier(name: str):
-    """Context manager: `fit` and `sample` inside it compile their XLA programs at tier `name`,
-    "fast" (quickest to compile), "lean" (LLVM -O1) or "optimized" (XLA's default); the same as
-    `inertia.config.compile_tier`."""
+    """Context manager: `fit` and `sample` inside it compile at tier "fast", "lean" or "optimized"."""
     from ._compile import tier
 
     return tier(name)

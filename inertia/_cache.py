@@ -1,12 +1,7 @@
 """JAX's persistent compilation cache in inertia's folder: on in the `inertia` command, opt-in from
 Python (`inertia.config.enable_compilation_cache()`); importing inertia leaves JAX's cache alone.
 
-A small model's fit or sample is ~15 XLA compilations of 0.01-2 s each; a re-run in a new
-process redoes them all unless they are cached. Every program is cached, the small ones too (a
-re-run of a 4-parameter model's `inertia fit`: 3.8 s with programs under 0.05 s recompiled, 3.2 s
-with all of them cached). Folder: $INERTIA_JAX_CACHE, else <user cache dir>/inertia/jax;
-INERTIA_JAX_CACHE=off keeps the command's cache off. A cache the user configured for JAX is left
-as it is by the command.
+Folder: $INERTIA_JAX_CACHE (off: no cache), else <user cache dir>/inertia/jax (docs/howto/speed.md).
 """
 from __future__ import annotations
 
@@ -25,9 +20,7 @@ def cache_path():
 
 
 def prune(path, max_bytes: int = MAX_BYTES) -> int:
-    """Delete the oldest-written entries while the folder holds more than max_bytes, down to half
-    of it; returns the bytes deleted. JAX's own cap (jax_compilation_cache_max_size) is not used:
-    it lists the folder and reads a timestamp file per entry at every write."""
+    """Delete the oldest entries while the folder holds more than max_bytes, down to half; bytes deleted."""
     try:
         stats = [(e.stat(), e.path) for e in os.scandir(path) if e.is_file(follow_symlinks=False)]
         entries = [(st.st_mtime, st.st_size, name) for st, name in stats]
@@ -49,10 +42,7 @@ def prune(path, max_bytes: int = MAX_BYTES) -> int:
 
 
 def enable(path=None, keep_existing: bool = False):
-    """Point JAX's persistent compilation cache at `path` (default: `cache_path()`), caching every
-    program, and prune the folder to MAX_BYTES; returns the folder, or None when switched off (or,
-    with keep_existing, when JAX already has a cache folder, which is kept). Takes effect for the
-    compilations after the call (JAX decides at its first compilation whether a cache is used)."""
+    """Point JAX's persistent compilation cache at `path`, caching every program, pruned to MAX_BYTES."""
     import jax
 
     path = cache_path() if path is None else os.fspath(path)
@@ -78,18 +68,13 @@ def _creatable(path) -> str | None:
 
 
 def _matplotlib_dir() -> str:
-    """The folder matplotlib keeps its configuration and font cache in ($MPLCONFIGDIR, else
-    $XDG_CONFIG_HOME/matplotlib or ~/.config/matplotlib)."""
+    """matplotlib's configuration folder ($MPLCONFIGDIR, else $XDG_CONFIG_HOME/matplotlib or ~/.config)."""
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return os.environ.get("MPLCONFIGDIR") or os.path.join(base, "matplotlib")
 
 
 def command_caches() -> str | None:
-    """The `inertia` command's own process: the optional caches (JAX's compilation cache, ArviZ's
-    and matplotlib's folders) where their folders can be made; where one cannot (a read-only
-    HOME), the run goes on without it: JAX's cache off, matplotlib in a temporary folder (as it
-    would choose itself, without its two log lines), ArviZ without its notice's stamp
-    (`convergence._arviz`). Returns one line saying so, or None."""
+    """The command's optional caches where their folders can be made; one line saying what is off, or None."""
     why = []
     path = cache_path()
     if path is not None and not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
@@ -120,9 +105,7 @@ def command_caches() -> str | None:
 
 
 def enable_for_command() -> None:
-    """The `inertia` command's own process: inertia's cache folder unless JAX already has one or
-    it is switched off, set through JAX's environment variables when JAX is not imported yet (so
-    that `--help` and argument errors stay free of JAX)."""
+    """The command's cache folder, through JAX's environment variables when JAX is not imported yet."""
     path = cache_path()
     if path is None:
         return

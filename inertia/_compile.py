@@ -1,22 +1,8 @@
-"""XLA optimisation tiers: a small problem's programs are compiled for compile time, a large one's
-for run time.
+"""XLA optimisation tiers: a small problem's programs compile for compile time, a large one's for run time.
 
-Almost all of a small model's first `fit` or `sample` is XLA compilation: at the CPU backend's
-default (LLVM -O2, fusion emitters) a 4-parameter model's programs take ~3.3 s to compile and
-~0.3 s to run. The "fast" tier (LLVM -O0, the classic elementwise emitters) compiles the same
-programs ~3.5x faster and runs their elementwise work ~2-3x slower (library calls, dot products
-and factorisations, run at full speed). It is chosen when a target's `work` per update is within
-the driver's budget (FAST_WORK, measured where the fast and default tiers' first runs break
-even); everything else keeps XLA's default ("optimized"). The hot programs (`jit(..., hot=True)`:
-the VI block, the chains), which the cache serves again on re-runs, are fast only under a smaller
-budget (HOT_FAST_WORK); up to a larger one (LEAN_WORK) they take the "lean" tier (LLVM -O1,
-classic emitters: a third of the default's compile time, elementwise work up to ~1.5x slower).
-Small programs whose compile time the tiers barely change and that do much of a run's arithmetic
-(`jit(..., optimized=True)`: the objective monitor's batched potential) keep XLA's default. The
-choice depends on the target's HLO cost analysis only, never on timing, so a seed gives the same
-numbers run after run; the tiers can differ in the last bits of transcendental functions
-(relative 1e-15 in float64).
-`INERTIA_COMPILE=fast|lean|optimized` forces one tier; `with tier(...)` sets it for a block of code.
+"fast" (LLVM -O0), "lean" (-O1) or XLA's default "optimized", chosen from the target's HLO cost times the
+run's length, never from timing. `INERTIA_COMPILE=fast|lean|optimized` forces one tier; `with tier(...)`
+sets it for a block. The tiers and their measured costs: docs/howto/speed.md.
 """
 from __future__ import annotations
 
@@ -40,8 +26,7 @@ _WORK = weakref.WeakKeyDictionary()  # potential function -> work
 
 @contextlib.contextmanager
 def tier(name: str):
-    """Compile inertia's programs called inside the block at tier `name` ("fast", "lean",
-    "optimized")."""
+    """Compile inertia's programs called inside the block at tier `name` ("fast", "lean", "optimized")."""
     if name not in TIERS:
         raise ValueError(f"unknown compile tier {name!r}; choose one of {sorted(TIERS)}")
     with _set((name, name, name)):
@@ -58,8 +43,7 @@ def _set(pair):
 
 
 def current(hot: bool = False, optimized: bool = False) -> str:
-    """The tier programs are compiled at here: of the hot programs (hot=True), of those always
-    compiled for run time (optimized=True), or of the others."""
+    """The current tier of the hot programs (hot=True), of the optimized=True ones, or of the others."""
     pair = _TIER.get()
     return "optimized" if pair is None else pair[2 if optimized else 1 if hot else 0]
 
@@ -76,15 +60,12 @@ def options(hot: bool = False, optimized: bool = False) -> dict | None:
 
 
 def gradient_flops(target) -> float:
-    """Flops of one value-and-gradient evaluation of the target's potential (HLO cost analysis of
-    its lowered program; the lowering is reused when that program is compiled later)."""
+    """Flops of one value-and-gradient evaluation of the target's potential (HLO cost analysis)."""
     return float(target.gradient_flops())
 
 
 def work(target) -> float:
-    """Model-dependent flops of one update: a value-and-gradient evaluation, 8 d^2 (the outer
-    products and triangular updates of a batch) and d^3 / 8 (the dense factorisations, which run
-    at full speed in both tiers and count less); cached per potential."""
+    """Flops of one update: a value-and-gradient evaluation + 8 d^2 + d^3 / 8; cached per potential."""
     key = getattr(target, "potential", None)
     try:
         return _WORK[key]
@@ -103,12 +84,7 @@ def work(target) -> float:
 
 def tiers_of(target, driver: str = "fit", length: float = 1.0,
              hot_length: float | None = None) -> tuple:
-    """(tier of a run's programs, tier of its hot programs) for a run of `driver` ("fit" or
-    "sample") on a target, `length` times the driver's default run: "fast" when length is at most
-    FAST_MAX_LENGTH and work x length at most FAST_WORK[driver] (work x `hot_length`, default
-    `length`, at most HOT_FAST_WORK[driver] for the hot programs, which are "lean" while
-    work x length is at most LEAN_WORK[driver]), else "optimized";
-    $INERTIA_COMPILE=fast|lean|optimized forces both."""
+    """(tier of a run's programs, tier of its hot programs): work x length against the driver's budgets."""
     forced = _forced()
     if forced:
         return forced, forced
@@ -123,9 +99,7 @@ def tiers_of(target, driver: str = "fit", length: float = 1.0,
 
 @contextlib.contextmanager
 def tier_for(target, driver: str = "fit", length: float = 1.0, hot_length: float | None = None):
-    """Context manager: the tiers of a run (see tiers_of); yields the tier of its programs other
-    than the hot ones. Tiers already set are kept (a driver calling another, on a whitened
-    target, compiles at its caller's tiers)."""
+    """Context manager: the tiers of a run (`tiers_of`), keeping tiers already set; yields the run's tier."""
     if _TIER.get() is not None:
         yield current()
         return
@@ -134,10 +108,7 @@ def tier_for(target, driver: str = "fit", length: float = 1.0, hot_length: float
 
 
 def per_target(driver: str, hot_length=None):
-    """Decorator: fn(target, ...) run with its programs compiled at the tier of that run; the
-    result remembers it (`compile_tier`) for its post-processing (see `of_result`).
-    `hot_length(target, kwargs, length)`: the hot programs' run length where it differs from the
-    run's (fit: its block's batch)."""
+    """Decorator: fn(target, ...) compiled at its run's tier; the result remembers it (`compile_tier`)."""
     def wrap(fn):
         @functools.wraps(fn)
         def run(target, *args, **kwargs):
@@ -155,8 +126,7 @@ def per_target(driver: str, hot_length=None):
 
 
 def of_result(fn):
-    """Decorator: fn(result, ...) (draws, constraints, tables) compiled at the result's tier, in
-    float64 (JAX's thread-local x64, as the entry points)."""
+    """Decorator: fn(result, ...) compiled at the result's tier, in float64."""
     @functools.wraps(fn)
     def run(res, *args, **kwargs):
         name = getattr(res, "compile_tier", None)
@@ -201,16 +171,12 @@ class _Jit:
 
 
 def jit(fun=None, *, hot: bool = False, optimized: bool = False, **kwargs):
-    """jax.jit whose XLA compiler options follow the current tier: of the hot programs (hot=True,
-    a program a run calls thousands of times), or XLA's default unless a tier is forced
-    (optimized=True, a small program whose compile time the tiers barely change); usable as a
-    decorator."""
+    """jax.jit whose XLA options follow the current tier (hot=True: the hot one; optimized=True: default)."""
     if fun is None:
         return lambda f: _Jit(f, kwargs, hot, optimized)
     return _Jit(fun, kwargs, hot, optimized)
 
 
 def device(x, dtype=None):
-    """`x` (array-like, host) as a device array of `dtype`, compiling nothing (an eager
-    `jnp.asarray` of a NumPy array compiles a small program per shape and dtype)."""
+    """`x` as a device array of `dtype`, compiling nothing (eager `jnp.asarray` compiles per shape)."""
     return jax.device_put(np.asarray(x, dtype=dtype))

@@ -1,12 +1,7 @@
 """What a run cost per gradient: steady-state seconds, compile seconds, program memory, peak RSS.
 
-`Meter` sums JAX's compile events on its thread while it is open (tracing, lowering to MLIR and
-XLA's compilation: `jax.monitoring`'s durations /jax/core/compile/*), so a result can say how much
-of its wall time was compilation. `summary` makes the result's `cost` dict: seconds per gradient
-of the run's compiled updates in steady state (their measured run time, compilation excluded,
-over their gradient evaluations, an HVP counted as two), the compile seconds, the largest compiled
-program's memory (XLA's `memory_analysis()`: arguments + outputs + temporaries - aliased) and the
-process's peak resident memory so far (`getrusage`).
+`Meter` sums JAX's compile events on its thread while open; `summary` makes a result's `cost` dict
+(its fields: docs/vi.md, "What a run costs").
 """
 from __future__ import annotations
 
@@ -47,9 +42,7 @@ def _release():
 
 
 class Meter:
-    """Compile seconds (this thread's JAX compile events) and wall seconds since `start`. JAX's
-    listener is registered while some meter is open and removed when the last one stops (or,
-    should a call raise before `stop`, when its meter is collected): nothing outlives a call."""
+    """Compile seconds (this thread's JAX compile events) and wall seconds since `start`."""
 
     def __init__(self):
         self.compile_seconds = 0.0
@@ -87,8 +80,7 @@ def peak_rss_bytes() -> Optional[int]:
 
 
 def program_bytes(compiled) -> Optional[int]:
-    """Bytes a compiled program holds while it runs (XLA's memory analysis: arguments, outputs
-    and temporaries, less what outputs alias), or None where the backend does not say."""
+    """Bytes a compiled program holds while it runs (XLA's memory analysis), or None."""
     try:
         m = compiled.memory_analysis()
         total = (m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes
@@ -100,8 +92,7 @@ def program_bytes(compiled) -> Optional[int]:
 
 def summary(*, run_seconds: float, gradients: float, meter: Optional[Meter] = None,
             programs=(), compile_seconds: Optional[float] = None) -> dict:
-    """The `cost` dict of a result (module docstring); `gradients` counts the compiled updates'
-    gradient evaluations, an HVP as two."""
+    """The `cost` dict of a result; `gradients` counts the compiled updates' gradients, an HVP as two."""
     sizes = [b for b in (program_bytes(p) for p in programs) if b is not None]
     if meter is not None and meter.wall is None:
         meter.stop()

@@ -1,20 +1,7 @@
-"""Closed-over arrays as arguments of compiled programs.
+"""Closed-over arrays as arguments of compiled programs (docs/howto/speed.md, "Data as arguments").
 
-A function that closes over an array (a target's data, a whitening factor, a start) compiles with
-that array as an HLO constant: the program text grows with the data, the persistent cache keys on
-its values, and XLA's constant folder evaluates whatever depends only on constants at compile
-time (a d x d matrix product at d = 1,000 takes it ~40 s). `Hoisting` traces the function once
-per argument signature, takes the traced program's closed-over arrays of HOIST_MIN_SIZE elements
-or more out of it, and compiles the program with them as arguments (`jax.jit` of the traced
-program, evaluated with `jax.core.eval_jaxpr`); smaller ones stay constants. The numbers are
-those of the same program with the arrays passed in by the caller.
-
-A program keeps its compiled versions for at most SIGNATURES_KEPT argument signatures (shapes,
-dtypes and pytree structures: a new target's functions make a new signature; one more with static
-arguments, whose new signature the jit counts once it has compiled it) and forgets them all past
-it. Compiled machine code stays mapped while it is kept (a chain block takes ~200 memory
-mappings), and Linux allows a process 65,530: without the bound a loop of a few hundred `sample`
-calls on new targets would exhaust them and crash.
+A program keeps its compiled versions for at most SIGNATURES_KEPT argument signatures and forgets them
+all past it: compiled code stays mapped, and Linux allows a process 65,530 memory mappings.
 """
 from __future__ import annotations
 
@@ -27,8 +14,7 @@ SIGNATURES_KEPT = 32  # argument signatures a program keeps compiled (see the mo
 
 
 class _Bound:
-    """A lowered or compiled program of `Hoisting` with its hoisted arrays bound as its first
-    argument (`compile()` and calls take the caller's arguments only)."""
+    """A program of `Hoisting` with its hoisted arrays bound as its first argument."""
 
     def __init__(self, obj, consts):
         self._obj, self._consts = obj, consts
@@ -44,8 +30,7 @@ class _Bound:
 
 
 def _signature(args):
-    """(pytree structure, abstract values, float64's canonical dtype) of `args`; None where a leaf
-    is not an array."""
+    """(pytree structure, abstract values, float64's canonical dtype) of `args`; None for a non-array leaf."""
     leaves, tree = jax.tree_util.tree_flatten(args)
     try:
         return tree, tuple(jax.typeof(leaf) for leaf in leaves), jax.dtypes.canonicalize_dtype(
@@ -55,12 +40,7 @@ def _signature(args):
 
 
 class Hoisting:
-    """jax.jit of `fun` (with `compiler_options`) whose closed-over arrays of HOIST_MIN_SIZE
-    elements or more are arguments of the compiled program; called inside another trace, or with
-    jit keyword arguments (static arguments), it is plain jax.jit. Inside another trace the arrays
-    are passed to the inner program as concrete arguments, so that the enclosing program's trace
-    holds them as its own closed-over arrays and hoists them in turn (an inner jit would keep them
-    as constants of its own)."""
+    """jax.jit of `fun` whose closed-over arrays of HOIST_MIN_SIZE elements or more are arguments."""
 
     def __init__(self, fun, compiler_options=None, **jit_kwargs):
         self._fun, self._options = fun, compiler_options
@@ -108,8 +88,7 @@ class Hoisting:
         return jax.jit(program, compiler_options=self._options), hoisted
 
     def _forget_past(self, kept: int) -> None:
-        """Forget every compiled version (the traced entries and the plain jit's cache) where
-        there are more than `kept`."""
+        """Forget every compiled version where there are more than `kept`."""
         size = getattr(self._plain, "_cache_size", None)  # JAX's count of the jit's versions
         if len(self._entries) > kept or (size is not None and size() > kept):
             self._entries.clear()

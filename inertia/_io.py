@@ -7,9 +7,7 @@ from pathlib import Path
 
 
 def output_path(path, option: str = "the output", regular: bool = False) -> Path:
-    """Where writing `path` lands: a symbolic link is followed to its target (as the shell's `>`
-    does; the link stays a link); with `regular`, an existing file that is not a regular file (a
-    device, a FIFO, a socket) raises ValueError, and so does a folder."""
+    """Where writing `path` lands (links followed); with `regular`, a non-regular file raises ValueError."""
     path = Path(path)
     real = Path(os.path.realpath(path)) if path.is_symlink() else path
     if real.is_dir():
@@ -53,8 +51,7 @@ def check_name_length(path, option: str = "the output") -> None:
 
 
 def _temp_prefix(path: Path, suffix: str) -> str:
-    """The prefix of a temporary file beside `path`: "." + its name, shortened so that prefix,
-    mkstemp's 8 random characters and `suffix` fit the file system's name limit."""
+    """The prefix "." + name of a temporary file beside `path`, shortened to the name limit."""
     room = name_max(path.parent) - 1 - 8 - len(os.fsencode(suffix)) - 1
     name = os.fsencode(path.name)[:max(room, 1)].decode("utf-8", "ignore")
     return f".{name}."
@@ -66,9 +63,7 @@ def same_file(a, b) -> bool:
 
 
 def replace_with(path, write, suffix: str = ".tmp") -> Path:
-    """Call `write(tmp)` on a temporary file in the folder of `path` (after symbolic links) and
-    rename it onto that file: readers never see half a file, a link stays a link, and the file
-    gets the mode a new file gets under the umask (not the temporary file's 0600)."""
+    """Call `write(tmp)` on a temporary file beside `path` and rename it onto the file (umask's mode)."""
     path = output_path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_temp_prefix(path, suffix), suffix=suffix)
@@ -96,10 +91,7 @@ def write_bytes_atomic(path, data: bytes) -> Path:
 
 
 def _write(path: Path, data: bytes) -> Path:
-    """Write `data` to `path`: a regular file through a temporary file in the same folder and a
-    rename (readers never see half a file; a symbolic link is followed to its target and stays a
-    link); an existing non-regular file (a device such as
-    /dev/stdout, a FIFO) is written in place. Errors, including a short or failed write, raise."""
+    """Write `data` to `path` atomically (a non-regular file such as /dev/stdout in place); errors raise."""
     path = Path(os.path.realpath(path)) if path.is_symlink() else path
     if path.exists() and not path.is_file():
         with open(path, "wb") as fh:
@@ -129,8 +121,7 @@ def write_text_atomic(path, text: str) -> Path:
 
 
 def save_figure(fig, path, **kw) -> Path:
-    """A matplotlib figure rendered in memory and written by `write_bytes_atomic` (the format
-    from the file's suffix, PNG without one)."""
+    """A matplotlib figure rendered in memory and written atomically (format from the suffix, PNG default)."""
     import io
 
     buf = io.BytesIO()

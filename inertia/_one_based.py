@@ -1,8 +1,6 @@
-"""`--one-based`: parameter names with 1-based indices (`beta[1]` for `beta[0]`, `Sigma[1,2]` for
-`Sigma[0,1]`), as Stan prints them, in what `inertia fit` and `inertia sample` print and write as
-JSON. An index is shifted where it follows a name (a letter, digit, `_`, `)` or `]` right before
-the bracket), so lists of numbers in the output are left alone. Imports nothing heavy: the CLI
-adds the option before JAX loads."""
+"""`--one-based`: parameter names with 1-based indices (`beta[1]` for `beta[0]`), as Stan prints them,
+where an index follows a name. Imports nothing heavy: the CLI adds the option before JAX loads.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -68,8 +66,7 @@ def _rewrite_json(path) -> None:
 
 
 def add_option(parser) -> None:
-    """Add --one-based to a subcommand whose `func` is already set: its printed output and its
-    --json file then name parameters 1-based."""
+    """Add --one-based to a subcommand whose `func` is set: its output and --json name parameters 1-based."""
     parser.add_argument("--one-based", action="store_true",
                         help="name parameters with 1-based indices (beta[1] for beta[0]), as "
                              "Stan does, in the printed tables and the --json file (--save "

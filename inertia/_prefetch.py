@@ -1,11 +1,5 @@
-"""Modules a run needs only at its end, imported in a background thread while it compiles and runs:
-in the `inertia` command's own process only (`allow()`), never in a Python user's process.
-
-XLA compiles and executes with the GIL released, so on a machine with a second free core an import
-started at the beginning of a run (ArviZ, for a saved result or VI's PSIS check: about 1.1 s of
-xarray, pandas and matplotlib) finishes while the run compiles and computes. With one core the
-thread would only take turns with the run, so nothing is started there. The run's own `import`
-of the module waits for the thread (Python's per-module import lock) and raises any error itself.
+"""Modules a run needs only at its end, imported in a background thread while it compiles and runs,
+in the `inertia` command's own process only (docs/howto/speed.md).
 """
 from __future__ import annotations
 
@@ -35,8 +29,7 @@ def cores() -> int:
 
 
 def enabled() -> bool:
-    """Allowed (the `inertia` command), two or more cores, and neither $INERTIA_PREFETCH nor
-    $INERTIA_SPEED is off / 0 / false / no."""
+    """Allowed (the command), two or more cores, and $INERTIA_PREFETCH / $INERTIA_SPEED not off."""
     off = os.environ.get("INERTIA_PREFETCH", "").strip().lower() in ("off", "0", "false", "no")
     return _ALLOWED[0] and not off and speed_on() and cores() >= 2
 
@@ -49,8 +42,7 @@ def _load(name: str) -> None:
 
 
 def module(name: str) -> bool:
-    """Start importing `name` in a daemon thread, once per process, where two or more cores are
-    available and it is not imported yet; whether a thread was started."""
+    """Start importing `name` in a daemon thread, once per process; whether a thread was started."""
     with _LOCK:
         if name in sys.modules or name in _STARTED or not enabled():
             return False

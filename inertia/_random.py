@@ -13,8 +13,7 @@ SEED_MAX = 2 ** 63
 
 
 def check_seed(seed, name: str = "seed") -> int:
-    """`seed` as an int, the same rule in `vi.fit`, `mcmc.sample` and `sgmcmc.calibrate`: a whole
-    number (int, NumPy or 0-d JAX integer) in [0, 2^63); floats and bools raise ValueError."""
+    """`seed` as an int: a whole number in [0, 2^63); floats and bools raise ValueError."""
     try:
         if isinstance(seed, bool):
             raise TypeError
@@ -27,8 +26,7 @@ def check_seed(seed, name: str = "seed") -> int:
 
 
 def key_of(seed: int):
-    """`jax.random.PRNGKey(seed)` built on the host, compiling nothing: the threefry key
-    [seed >> 32, seed mod 2^32] of a seed in [0, 2^63) (another default PRNG: PRNGKey itself)."""
+    """`jax.random.PRNGKey(seed)` built on the host, compiling nothing."""
     seed = check_seed(seed)
     if jax.config.jax_default_prng_impl != "threefry2x32" or jax.config.jax_enable_custom_prng:
         return jax.random.PRNGKey(seed)
@@ -36,12 +34,7 @@ def key_of(seed: int):
 
 
 def host_normal(key, shape, dtype=None):
-    """N(0, I) of `shape` from `key` by JAX's non-partitionable threefry stream.
-
-    Each eager `jax.random.normal` of a new shape is its own XLA compilation; with the default
-    partitionable threefry that is 1.2-2 s on CPU, without it 0.3 s, the same distribution from the
-    same explicit key (a different stream). The compiled updates keep the default stream.
-    """
+    """N(0, I) of `shape` from `key` by JAX's non-partitionable threefry stream (one fast compilation)."""
     with jax.threefry_partitionable(False):
         return _normal(key, tuple(shape), jax.numpy.dtype(dtype or jax.numpy.float64))
 

@@ -1,11 +1,5 @@
-"""Per-target caches bounded by recency: the compiled functions of the KEPT most recently used keys.
-
-A cache keyed weakly by a target's potential cannot free an entry whose value calls that potential
-(a compiled V or grad V does): the value keeps its own key alive, so every target a process ever
-fitted or sampled stayed compiled, about 12 memory mappings each, towards Linux's 65,530. `Recent`
-keeps the KEPT most recently used keys (strong references) and drops the least recent beyond: a
-loop over new targets holds at most KEPT targets' programs, and a run that uses a few potentials
-over and over recompiles nothing.
+"""Per-target caches bounded by recency: the compiled functions of the KEPT most recently used keys
+(docs/howto/speed.md, "Many models in one process").
 """
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""The scope of an inertia entry point: what `fit`, `sample`, `calibrate` and `from_numpyro` set for
-their own duration, restored on return (see docs/howto/speed.md and the `inertia.config` module).
-
-- Float64: the call runs inside JAX's thread-local `jax.enable_x64(True)`, so its programs trace,
-  compile and return in float64 whatever the process-wide `jax_enable_x64` is, and that flag (and
-  every other thread's setting) is the same after the call as before. Scoping the flag, rather than
-  passing a dtype to every array inertia creates, keeps one code path for both settings and covers
-  a user's model code (NumPyro's distributions create float64 constants only under x64).
-- Compile tiers (`inertia._compile`): a context variable, so each thread has its own.
-
-Nothing here is set at import, and nothing outlives the call.
+"""The scope of an inertia entry point: float64 (JAX's thread-local x64) and the compile tier, set for
+the call's duration and restored on return (docs/howto/speed.md). Nothing here is set at import.
 """
 from __future__ import annotations
 
@@ -28,9 +19,7 @@ def scope():
 
 
 def entry_point(driver: str | None = None, hot_length=None):
-    """Decorator of a public entry point: the call runs in `scope()`; with `driver` ("fit" or
-    "sample") its programs also compile at the tier of its target and run length
-    (`inertia._compile.per_target`)."""
+    """Decorator of a public entry point: runs in `scope()`; with `driver`, at its run's compile tier."""
     def wrap(fn):
         inner = fn
         if driver is not None:
@@ -47,8 +36,7 @@ def entry_point(driver: str | None = None, hot_length=None):
 
 
 def float64_leaves(tree):
-    """`tree` with its float16/float32 JAX-array leaves cast to float64: arrays a caller made with
-    float64 off (JAX truncates them to float32 there) enter a float64 computation as float64."""
+    """`tree` with its float16/float32 JAX-array leaves cast to float64."""
     import jax
     import jax.numpy as jnp
 
@@ -62,8 +50,7 @@ def float64_leaves(tree):
 
 
 def in_float64(fn):
-    """Decorator: `fn` runs in JAX's thread-local x64 (a target builder: the arrays and quadrature
-    rules it creates are float64 whatever the caller's flag)."""
+    """Decorator: `fn` runs in JAX's thread-local x64."""
     @functools.wraps(fn)
     def run(*args, **kwargs):
         import jax
@@ -75,9 +62,7 @@ def in_float64(fn):
 
 
 def float64_methods(cls):
-    """Class decorator: the public methods and properties of a result class run in JAX's
-    thread-local x64, as the entry point that made the result did (its draws, predictive checks and
-    tables come out in float64 whatever the caller's flag)."""
+    """Class decorator: a result class's public methods and properties run in JAX's thread-local x64."""
     for name, attr in list(vars(cls).items()):
         if name.startswith("_"):
             continue

@@ -1,6 +1,4 @@
-"""The compile-tier policy on cost numbers alone: which XLA optimisation tier a run's programs
-take, from the flops of one update and the run's length (see `inertia._compile` for the
-measurements behind the budgets). Imports nothing of inertia and no JAX."""
+"""The compile-tier policy on cost numbers alone (no JAX, nothing of inertia imported)."""
 from __future__ import annotations
 
 import os
@@ -28,14 +26,12 @@ LEAN_WORK = {"fit": 2e6, "sample": 2e6}
 
 
 def speed_on() -> bool:
-    """The one switch of the speed machinery: $INERTIA_SPEED=off (or 0, false, no) turns it all off
-    (compile tiers: XLA's default for every program; background imports: none)."""
+    """The speed machinery's one switch: $INERTIA_SPEED=off (or 0, false, no) turns it all off."""
     return os.environ.get("INERTIA_SPEED", "").strip().lower() not in ("off", "0", "false", "no")
 
 
 def forced() -> str | None:
-    """The tier $INERTIA_COMPILE forces, if any ("optimized", XLA's default, under
-    INERTIA_SPEED=off)."""
+    """The tier $INERTIA_COMPILE forces, if any ("optimized" under INERTIA_SPEED=off)."""
     if not speed_on():
         return "optimized"
     name = os.environ.get("INERTIA_COMPILE", "").strip().lower()
@@ -44,9 +40,7 @@ def forced() -> str | None:
 
 def tiers(work_per_update: float, driver: str = "fit", length: float = 1.0,
           hot_length: float | None = None) -> tuple:
-    """The tier policy on a cost number alone: (tier of a run's programs, tier of its hot
-    programs) for `work_per_update` flops per update (see `work`) over `length` default runs
-    (`hot_length` for the hot programs); see `inertia._compile.tiers_of`."""
+    """(tier of a run's programs, tier of its hot programs) for `work_per_update` x `length`."""
     if length > FAST_MAX_LENGTH:
         return "optimized", "optimized"
     w = float(work_per_update)
@@ -61,8 +55,7 @@ def _number(value, default):
 
 
 def run_length(driver: str, kwargs: dict) -> float:
-    """A call's run length relative to the driver's default run (fit: 1,000 updates of one seed
-    with a batch of 8; sample: 4 chains of 1,000 draws), from its keyword arguments."""
+    """A call's run length relative to the driver's default run, from its keyword arguments."""
     steps = _number(kwargs.get("num_steps"), 1000) / 1000.0
     if driver == "fit":
         seeds = kwargs.get("seed", 0)

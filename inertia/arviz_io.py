@@ -1,9 +1,4 @@
-"""Draws (chain, draw, ...) to ArviZ: one call, works with ArviZ 0.x (InferenceData) and 1.x (DataTree).
-
-ArviZ is a dependency of inertia. `to_arviz_draws` takes raw
-draws or a dict of sites; the results' own `to_arviz()` (`inertia.results.build`) add the
-constrained sites, sample_stats, log_likelihood and the run's attributes.
-"""
+"""Draws (chain, draw, ...) to ArviZ: one call, works with ArviZ 0.x (InferenceData) and 1.x (DataTree)."""
 from __future__ import annotations
 
 from typing import Mapping, Optional, Sequence
@@ -59,10 +54,7 @@ def to_arviz_draws(draws, names: Optional[Sequence[str]] = None, *, var_name: st
                    sample_stats: Optional[Mapping] = None):
     """ArviZ object (posterior group; sample_stats if given) from draws (chain, draw, dim) or a dict.
 
-    `draws`: an array (chain, draw, dim) (a 2-D array is one chain) stored as variable `var_name`
-    with coordinate labels `names`, or a dict {site: (chain, draw, ...)} (e.g. NumPyro sites from
-    `Target.info["constrain"]`). Returns `arviz.InferenceData` on ArviZ 0.x and an
-    `xarray.DataTree` on ArviZ 1.x (both accepted by `arviz.ess`, `arviz.rhat`, `arviz.summary`).
+    `draws`: an array stored as `var_name` with coordinate labels `names`, or a dict {site: draws}.
     """
     az = _arviz()
     post, dims, coords = _as_groups(draws, names, var_name)

@@ -1,20 +1,8 @@
 """ESS, R-hat and MCSE of draws (chain, draw, dim), and the run-until-converged loop.
 
-The one backend (`chain_stats`): rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo
-standard errors of the mean and sd (Vehtari, Gelman, Simpson, Carpenter & Buerkner 2021), with
-ArviZ's conventions, vectorised over coordinates: NumPyro's R-hat (`numpyro.diagnostics`) and
-its ESS estimator (Stan's, recomputed here with single-threaded FFTs) on rank normalisation
-(SciPy's average ranks, from NumPy's unstable sort, and SciPy's normal quantile). R-hat equals
-ArviZ's to rounding. ESS (and so MCSE) differs in two details of Geyer's sequence: within a few
-per cent for positively correlated chains; where chains are antithetic (ESS above the number of
-draws), ArviZ adds one more positive autocorrelation and reports up to about 15 % less. On draws
-at d = 3,025 (4 x 1,000, 15 % repeated as by rejections, 2 cores) a judgement takes 0.6-1.0 s by
-the machine's load (at the lighter load 1.55 s with SciPy's rankdata, whose stable sort is the
-most of the difference, and NumPyro's all-core FFTs, where ArviZ's per-coordinate loop takes
-4.4). The one loop: `run_until_converged` advances chains in blocks until `judge` says the draws
-meet a `StopRule` (every ESS >= target_ess and, with two or more chains, every R-hat <= rhat_max),
-or the rule's cap is reached; `StopRule.next_goal` (a pure function of the run's state, as optax's
-schedules) says how far to run next. One chain is judged by ESS alone: R-hat compares chains.
+`chain_stats` computes rank-normalised split R-hat, bulk and tail ESS and MCSE (Vehtari et al. 2021)
+with ArviZ's conventions, vectorised over coordinates (NumPyro's estimators); `run_until_converged`
+extends chains in blocks until a `StopRule` is met or capped. How they compare with ArviZ: docs/hfhr.md.
 """
 from __future__ import annotations
 
@@ -50,10 +38,7 @@ def _arviz():
 
 
 def _arviz_without_stamp():
-    """ArviZ imported again with its import-time notice off (the notice's check counts the three
-    arviz_* preview packages in `arviz.preview.info`, which is set so for the import and restored):
-    ArviZ 0.2x writes a daily stamp file under the user cache folder on import, and where that
-    folder cannot be made the import fails; nothing else of ArviZ needs it."""
+    """ArviZ imported with its import-time notice off (which writes a stamp file under the user cache)."""
     import importlib
 
     preview = sys.modules.get("arviz.preview") or importlib.import_module("arviz.preview")
@@ -71,8 +56,7 @@ _LAST = threading.local()  # per thread: (fingerprint, stats so far) of the last
 
 
 def _fingerprint(x: np.ndarray) -> tuple:
-    """Shape and a SHA-1 digest of the draws' bytes (hashlib; with the CPU's SHA instructions
-    about twice BLAKE2's speed, 0.23 against 0.55 s for 320 MB here): equal draws, equal key."""
+    """Shape and SHA-1 digest of the draws' bytes: equal draws, equal key."""
     import hashlib
 
     return x.shape, hashlib.sha1(memoryview(np.ascontiguousarray(x)).cast("B"),
@@ -80,9 +64,7 @@ def _fingerprint(x: np.ndarray) -> tuple:
 
 
 def chain_stats(draws, which=STATS) -> dict:
-    """Rank-normalised split R-hat, bulk/tail ESS and MCSE of the mean and sd per coordinate of
-    draws (chain, draw, dim) (Vehtari et al. 2021), the entries named in `which`. The same draws
-    twice in a row in a thread (the run's last judgement, then its diagnosis) are summarised once."""
+    """Rank-normalised split R-hat, bulk/tail ESS and MCSE of mean and sd per coordinate (Vehtari 2021)."""
     x = np.asarray(draws, dtype=np.float64)
     if x.ndim != 3:
         raise ValueError(f"draws must be shaped (chain, draw, dim); got {x.shape}")
@@ -107,17 +89,13 @@ def _split(x: np.ndarray) -> np.ndarray:
 
 
 def doubled_ranks(rows: np.ndarray) -> np.ndarray:
-    """Twice the ranks 1..n along the last axis, ties given their average (SciPy's rankdata
-    "average", times 2: integers), from NumPy's unstable sort: ties are averaged, so their order
-    does not matter, and the introsort takes a third of the stable sort's time."""
+    """Twice the average ranks 1..n along the last axis (SciPy's rankdata "average" x 2), unstable sort."""
     order = np.argsort(rows, axis=-1)
     return _sorted_ranks(order, np.take_along_axis(rows, order, axis=-1))
 
 
 def _sorted_ranks(order: np.ndarray, v: np.ndarray, scores=None) -> np.ndarray:
-    """`doubled_ranks` of rows whose sorted values are v = rows[order] (along the last axis); with
-    `scores`, scores[doubled rank - 2] instead, looked up in sorted order (in place of a gather at
-    random positions)."""
+    """`doubled_ranks` of rows sorted by `order`; with `scores`, scores[doubled rank - 2] in sorted order."""
     starts = np.empty(v.shape, bool)  # where a run of equal sorted values begins (every row's first)
     starts[..., 0] = True
     np.not_equal(v[..., 1:], v[..., :-1], out=starts[..., 1:])
@@ -132,12 +110,7 @@ def _sorted_ranks(order: np.ndarray, v: np.ndarray, scores=None) -> np.ndarray:
 
 
 def _z_scales(x: np.ndarray) -> tuple:
-    """Rank normalisation per coordinate over all chains and draws (average ranks of ties, Blom's
-    offset 3/8), as Vehtari et al. (2021) rank-normalise, with SciPy's normal quantile (looked up:
-    the ranks take the 2 N - 1 values 1, 1.5, ..., N): of x and of the folded |x - median(x)|
-    (the same arrays `doubled_ranks` of each would give; N = chains x draws >= 2). One sort
-    serves both: below the median the sorted draws give the folded values in reverse order, above
-    it in order, so a stable sort of the two runs is a linear-time merge."""
+    """Blom rank-normal scores (offset 3/8) of x and of the folded |x - median(x)|, from one sort."""
     c, n, d = x.shape
     N = c * n
     rows = np.ascontiguousarray(x.reshape(N, d).T)  # each coordinate's draws contiguous
@@ -157,8 +130,7 @@ def _z_scales(x: np.ndarray) -> tuple:
 
 @functools.lru_cache(maxsize=8)
 def _normal_scores(N: int) -> np.ndarray:
-    """Blom's normal scores of the 2 N - 1 possible average ranks 1, 1.5, ..., N (the same for
-    every block of coordinates of a judgement)."""
+    """Blom's normal scores of the 2 N - 1 possible average ranks 1, 1.5, ..., N."""
     from scipy import special
 
     scores = special.ndtri((0.5 * np.arange(2, 2 * N + 1) - 0.375) / (N + 0.25))
@@ -167,10 +139,7 @@ def _normal_scores(N: int) -> np.ndarray:
 
 
 def _ess(x: np.ndarray) -> np.ndarray:
-    """Stan's ESS per coordinate of x (chain, draw, d): Geyer's initial monotone sequence on the
-    multi-chain autocorrelations, exactly as NumPyro's `effective_sample_size` computes it, with
-    its FFTs on one thread (NumPyro asks for every core, which oversubscribes the two threads that
-    summarise blocks of coordinates); a constant coordinate counts every draw."""
+    """Stan's ESS per coordinate of x (chain, draw, d), as NumPyro's `effective_sample_size`, one thread."""
     from scipy import fft
 
     c, n = x.shape[:2]
@@ -225,8 +194,7 @@ _BLOCK = 1 << 18  # draws x coordinates per block (2 MB): bounded temporaries at
 
 
 def _stats(x: np.ndarray, which: tuple) -> dict:
-    """`which` per coordinate, vectorised over blocks of coordinates; NaN where a coordinate has
-    a non-finite draw or there are fewer than 4 draws."""
+    """`which` per coordinate; NaN where a draw is not finite or there are fewer than 4 draws."""
     c, n, d = x.shape
     out = {k: np.full(d, np.nan) for k in which}
     if n < 4:
@@ -265,9 +233,7 @@ def finite_min(v) -> float:
 
 
 class Judgement(NamedTuple):
-    """What one check of the draws found: the ESS compared with the target, the worst R-hat (NaN
-    with one chain), whether the rule is met, and the coordinates of the least ESS and of the
-    largest R-hat (None where not known)."""
+    """One check of the draws: ESS against target, worst R-hat, whether the rule is met, worst coordinates."""
 
     ess: float
     rhat: float
@@ -285,9 +251,7 @@ DISAGREE_LEVEL = 0.01  # the chains-disagree test's level over all coordinates (
 
 
 class Disagreement(NamedTuple):
-    """Chains whose means differ beyond their own Monte Carlo errors (`chains_disagree`): the
-    coordinate of the largest Q, Q there, the test's bound (chi-square, C - 1 degrees of freedom,
-    upper level / d), and how many coordinates exceed it."""
+    """Chains that disagree: where Cochran's Q is largest, Q, its chi-square bound, coordinates over it."""
 
     index: int
     q: float
@@ -296,16 +260,7 @@ class Disagreement(NamedTuple):
 
 
 def chains_disagree(draws, level: float = DISAGREE_LEVEL) -> Optional[Disagreement]:
-    """Do the chains sample different distributions? Per coordinate, Cochran's Q of the chains'
-    means of the rank-normalised draws (Vehtari et al. 2021's z), each weighted by its own
-    precision ESS_c / var_c (ESS_c: Stan's estimator on the autocorrelation within the chains'
-    halves, pooled over the chains, each half about its own mean):
-    Q = sum_c w_c (m_c - m_w)^2 is chi-square with C - 1 degrees of freedom when the chains agree,
-    whatever their autocorrelation, and grows with the number of draws when they do not. The
-    Disagreement where the largest Q exceeds the chi-square bound at level / d (Bonferroni over
-    the d coordinates), else None (and None with one chain or fewer than 8 draws). Chains much
-    shorter than their autocorrelation time (ESS_c of ten or so) overstate ESS_c and fail the
-    test although they agree: too short to tell, and far from the ESS goal either way."""
+    """Cochran's Q of the chains' rank-normalised means per coordinate, Bonferroni-tested; None: agree."""
     from scipy.stats import chi2
 
     x = np.asarray(draws, dtype=np.float64)
@@ -341,10 +296,7 @@ HEAVY_TAIL = 0.25  # Pareto k of |x - median| at or above it: no fourth moment, 
 
 
 def tail_index(x: np.ndarray) -> np.ndarray:
-    """Pareto k-hat of the upper tail of |x - median| per column of x (draws, k) (ArviZ's PSIS
-    fit of the generalised Pareto, Vehtari et al. 2024): moments of order below 1 / k exist, so
-    the sd's Monte Carlo error (a fourth moment) is defined only where k < 1/4; a half-Cauchy
-    scale reads about 1."""
+    """Pareto k-hat of the upper tail of |x - median| per column of x (draws, k) (Vehtari et al. 2024)."""
     logs = np.log(np.abs(x - np.median(x, axis=0)) + np.finfo(float).tiny).T
     return np.atleast_1d(_arviz().psislw(np.ascontiguousarray(logs))[1])
 
@@ -352,12 +304,9 @@ def tail_index(x: np.ndarray) -> np.ndarray:
 class StopRule(NamedTuple):
     """When to stop and how far to run next.
 
-    target_ess None: run the first goal and stop. cap: the most draws (None: no cap). block: goals
-    are whole blocks. max_growth: at most this factor per extension (None: no bound). strict: also
-    tail ESS, and the sds to half the relative MCSE of the means (MCSE(sd) <= sd / (2 sqrt(N))),
-    where the sd has a Monte Carlo error: not for a coordinate whose tail has no fourth moment
-    (`tail_index` >= HEAVY_TAIL, e.g. a horseshoe's half-Cauchy local scales), whose sd estimate
-    never settles however long the run.
+    target_ess None: run the first goal and stop. cap: the most draws (None: none). block: goals are whole
+    blocks. max_growth: at most this factor per extension. strict: also tail ESS and
+    MCSE(sd) <= sd / (2 sqrt(N)) where the tail has a fourth moment (`tail_index` < HEAVY_TAIL).
     """
 
     target_ess: Optional[float]
@@ -368,8 +317,7 @@ class StopRule(NamedTuple):
     rhat_max: float = RHAT_MAX
 
     def judge(self, draws) -> Judgement:
-        """Judgement of draws (chain, draw, dim): every ESS >= target_ess and, with two or more
-        chains, every rank R-hat <= rhat_max (one chain: ESS alone)."""
+        """Judgement: every ESS >= target_ess and, with two or more chains, every R-hat <= rhat_max."""
         st = chain_stats(draws, STATS if self.strict else ("rhat", "ess_bulk"))
         ess = finite_min(st["ess_bulk"])
         if self.strict:  # tail ESS too (Vehtari et al. 2021), and MCSE(sd) <= sd / (2 sqrt(N))
@@ -390,8 +338,7 @@ class StopRule(NamedTuple):
                          None if one_chain else _arg(st["rhat"], np.nanargmax))
 
     def next_goal(self, done: int, ess: float) -> int:
-        """Draws to have run after the next extension: 1.1 x the draws the ESS rate predicts,
-        at least 1.5 x done, at most max_growth x done, rounded up to whole blocks, capped."""
+        """Draws after the next extension: 1.1 x the ESS rate's prediction, 1.5-max_growth x done."""
         want = done * max(1.5, 1.1 * self.target_ess / max(ess, 1.0))
         if self.max_growth is not None:
             want = min(want, self.max_growth * done)
@@ -406,14 +353,11 @@ def run_until_converged(advance: Callable[[int], None], first: int, rule: StopRu
                         on_extend: Optional[Callable[[int, Judgement], None]] = None,
                         stop: Optional[Callable[[np.ndarray, Judgement], Optional[str]]] = None
                         ) -> tuple:
-    """Run `first` draws, then extend until the rule is met or capped.
+    """Run `first` draws, then extend until the rule is met or capped; returns (draws run, why stopped).
 
-    advance(n) runs n more draws (the caller keeps them); halt() true stops at once (e.g. a chain
-    diverged); view() gives the draws to judge (chain, draw, dim), or None when they cannot be
-    judged (stop); stop(draws, judgement), asked when the rule is not met, names a reason to stop
-    instead of extending (e.g. "disagree") or None. on_extend(goal, judgement) hears of each
-    extension. Returns (draws run, why
-    stopped: "halted", "fixed", "cap", "unjudged", "converged", or stop's reason).
+    advance(n) runs n more draws; halt() true stops at once; view() gives the draws to judge or None;
+    stop(draws, judgement) names a reason to stop instead of extending;
+    on_extend(goal, judgement) hears of each extension.
     """
     done, goal = 0, int(first)
     while True:

@@ -1,10 +1,7 @@
-"""Convergence diagnostics of draws shaped (chain, draw, dim), shared by `inertia.mcmc` and `inertia.sgmcmc`.
+"""Convergence diagnostics of draws (chain, draw, dim), shared by `inertia.mcmc` and `inertia.sgmcmc`.
 
-Rank-normalised split R-hat, bulk and tail ESS and the Monte Carlo standard errors of the mean and
-sd come from `inertia.convergence.chain_stats` (Vehtari, Gelman, Simpson, Carpenter & Buerkner
-2021; NumPyro's estimators on SciPy's ranks); nothing here re-implements them. A run is called
-converged when every parameter has R-hat <= 1.01 and bulk ESS >= 100 (the thresholds of that
-paper) and no draw has a non-finite position, potential or gradient.
+Statistics from `inertia.convergence.chain_stats` (Vehtari et al. 2021). Converged: every R-hat <= 1.01,
+bulk ESS >= 100, and no non-finite position, potential or gradient.
 """
 from __future__ import annotations
 
@@ -25,13 +22,7 @@ def default_names(dim: int, prefix: str = "x") -> list:
 
 @dataclasses.dataclass
 class Diagnostics:
-    """Per-parameter summary (mean, sd, 5 %/95 % quantiles, R-hat, ESS, MCSE) and the run's verdict.
-
-    `nonfinite_draws` counts draws with a non-finite coordinate, `nonfinite_potential` draws where the
-    potential is not finite, `nonfinite_grad` steps whose gradient was not finite; `verdict` (an
-    `inertia.verdict.Verdict`) has every reason the run is not to be trusted and the worst R-hat,
-    least ESS and non-finite counts behind them.
-    """
+    """Per-parameter summary (mean, sd, 5 %/95 % quantiles, R-hat, ESS, MCSE), non-finite counts, verdict."""
 
     names: list
     mean: np.ndarray
@@ -69,8 +60,7 @@ class Diagnostics:
         return float(np.nanmin(self.ess_tail)) if np.isfinite(self.ess_tail).any() else float("nan")
 
     def table(self, max_rows: Optional[int] = 40) -> str:
-        """The summary as aligned text, one row per parameter (the least converged kept when cut
-        to max_rows >= 0; 0: the header and the count alone)."""
+        """The summary as aligned text, the least converged rows kept when cut to max_rows."""
         cols = ("mean", "sd", "5%", "95%", "mcse", "r_hat", "ess_bulk", "ess_tail")
         if max_rows is not None and (isinstance(max_rows, bool) or int(max_rows) != max_rows
                                      or max_rows < 0):
@@ -100,8 +90,7 @@ class Diagnostics:
         return "\n".join(lines)
 
     def line(self, verdict: Optional[Verdict] = None) -> str:
-        """One line: the chains, draws, worst R-hat and least ESS, then converged, or every reason
-        it is not (of `verdict`, default this one)."""
+        """One line: chains, draws, worst R-hat and least ESS, then converged or every reason it is not."""
         v = self.verdict if verdict is None else verdict
         rhat = (f"max R-hat {self.worst_rhat:.3f}" if self.num_chains > 1 else ONE_CHAIN)
         head = (f"{self.num_chains} chain{'s' if self.num_chains > 1 else ''} x {self.num_draws} "
@@ -125,8 +114,7 @@ class Diagnostics:
 def diagnose(draws, names: Optional[Sequence[str]] = None, *, nonfinite_potential: int = 0,
              nonfinite_grad: int = 0, num_potential_checked: Optional[int] = None,
              rhat_max: float = RHAT_MAX, ess_min: float = ESS_MIN) -> Diagnostics:
-    """Summary and verdict for draws (chain, draw, dim): R-hat > rhat_max, bulk ESS < ess_min or any
-    non-finite draw, potential or gradient makes the run not converged."""
+    """Summary and verdict for draws (chain, draw, dim) against rhat_max, ess_min and non-finite counts."""
     x = np.asarray(draws, dtype=np.float64)
     if x.ndim == 2:
         x = x[None]
@@ -188,8 +176,7 @@ def summary(draws, names: Optional[Sequence[str]] = None, max_rows: Optional[int
 
 
 def count_nonfinite_potential(potential, draws, batch: Optional[int] = None) -> int:
-    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite (the target's
-    batched potential at the current tier, `targets.base.potential_on_rows`)."""
+    """Number of draws (chain, draw, dim) at which potential(x) is NaN or infinite."""
     x = np.asarray(draws, dtype=np.float64)
     flat = x.reshape(-1, x.shape[-1])
     flat = flat[np.all(np.isfinite(flat), axis=1)]

@@ -1,7 +1,6 @@
-"""Progress of a run: one updating tqdm bar with phases, ETA and a live figure when stderr is a
-terminal; otherwise at most one plain line every `LINE_EVERY` seconds; nothing when disabled.
-ETAs come from the time per unit measured after a phase's first update (which carries the
-compilation), never from the compilation itself."""
+"""Progress of a run: a tqdm bar with phases, ETA and live figures on a terminal; otherwise at most
+one plain line every `LINE_EVERY` seconds. ETAs are measured after a phase's first (compiling) update.
+"""
 from __future__ import annotations
 
 import os
@@ -13,10 +12,7 @@ LINE_EVERY = 5.0  # seconds between plain lines off a terminal
 
 
 class Progress:
-    """`phase(name, total)` starts a phase (compile, warm-up, sampling, fitting) with `total` units,
-    `update(n, **figures)` advances it with live figures (F_hat, R-hat, ...), `note(message)` says
-    why the run does what it does next, `close()` ends it.
-    `enabled=False` makes every call a no-op; `tty=None` asks whether `file` is a terminal."""
+    """A run's progress: `phase(name, total)`, `update(n, **figures)`, `note(message)`, `close()`."""
 
     def __init__(self, label: str, enabled: bool = True, file=None, tty: Optional[bool] = None,
                  clock: Callable[[], float] = time.monotonic, every: float = LINE_EVERY):
@@ -89,8 +85,7 @@ class Progress:
             self.bar.refresh()
 
     def note(self, message: str):
-        """One line that is always shown (why a run extends, re-adapts or stops): above the bar
-        on a terminal, else a plain line (not subject to LINE_EVERY)."""
+        """One line always shown (why a run extends, re-adapts or stops), not subject to LINE_EVERY."""
         if not self.enabled:
             return
         if self.bar is not None:
@@ -117,8 +112,7 @@ class Progress:
         self.lines += 1
 
     def _tick(self):
-        """Redraw the bar every second from a daemon thread: a phase without updates (compiling,
-        warm-up) still shows its elapsed time."""
+        """Redraw the bar every second from a daemon thread, so a phase without updates shows its time."""
         if getattr(self, "_ticker", None) is not None:
             return
         import threading
@@ -161,8 +155,7 @@ LARGE_ROWS = 100_000  # data rows above which a command announces its passes ove
 
 
 def announce_rows(label: str, rows: int, params: int, what: str) -> None:
-    """One stderr line before work that passes over many rows (more than LARGE_ROWS), so a long
-    silent computation says what it is doing."""
+    """One stderr line before work that passes over more than LARGE_ROWS rows."""
     if rows > LARGE_ROWS:
         print(f"{label}: {rows:,} rows, {params} parameters: {what} (passes over every row; "
               "minutes at millions of rows)", file=sys.stderr, flush=True)
@@ -173,8 +166,7 @@ FASTEST_STEP = 1e-6  # seconds: a lower bound on one compiled update or sampling
 
 
 def warn_long_run(num_steps, what: str = "num_steps") -> None:
-    """A RuntimeWarning before a run of more than LONG_RUN steps, with the least time it can take
-    (FASTEST_STEP per step); the progress line then gives the ETA from measured steps."""
+    """A RuntimeWarning before a run of more than LONG_RUN steps, with its least time (FASTEST_STEP each)."""
     import warnings
 
     if num_steps is None or num_steps <= LONG_RUN:

@@ -1,10 +1,5 @@
-"""Memory a VI run will need, and memory the machine has, for failing fast before compiling.
-
-`estimate_fit_bytes` counts the float64 d x d arrays a run keeps alive per seed (state, momentum
-copies, gradient, the eigendecompositions of symmetric-root methods) and the b x d x d Hessian
-batches of HVP-based estimators; `available_bytes` is the smallest of the free memory, the cgroup
-limit and the process's data limit; `largest_dim` inverts the estimate; `check_draws` refuses a
-sampling run whose kept draws cannot fit.
+"""Memory a VI run will need, and memory the machine has, for failing fast before compiling
+(docs/vi.md, "Which Gaussian family").
 """
 from __future__ import annotations
 
@@ -23,8 +18,7 @@ XLA_FACTOR = 2.0
 
 def estimate_fit_bytes(method_coords: str, d: int, batch: int, seeds: int = 1, *,
                        needs_hvp: bool = False) -> int:
-    """Peak bytes of a fit with coordinates `method_coords` ("chol", "sym" or "bw") in dimension
-    d, batch b and `seeds` vmapped seeds: XLA_FACTOR x 8 x seeds x (k d^2 + [b d^2 if HVPs] + 4 b d)."""
+    """Peak bytes of a fit: XLA_FACTOR x 8 x seeds x (k d^2 + [b d^2 if HVPs] + 4 b d)."""
     if method_coords not in DXD_ARRAYS:
         raise ValueError(f"unknown coordinates {method_coords!r}; choose from {sorted(DXD_ARRAYS)}")
     d, batch, seeds = int(d), max(int(batch), 1), max(int(seeds), 1)
@@ -96,8 +90,7 @@ DRAW_COPIES = 3  # the draws, their constrained copy and the diagnostics' array
 
 
 def check_draws(num_chains: int, num_steps: int, thinning: int, dim: int) -> None:
-    """Before sampling: MemoryError when the kept draws (chains x steps / thinning x d float64,
-    DRAW_COPIES times) exceed free memory, with the largest num_steps that fits."""
+    """Before sampling: MemoryError when DRAW_COPIES copies of the kept draws exceed free memory."""
     kept = int(num_chains) * (int(num_steps) // max(int(thinning), 1))
     need, have = DRAW_COPIES * FLOAT * kept * int(dim), available_bytes()
     if need > have:
@@ -109,8 +102,7 @@ def check_draws(num_chains: int, num_steps: int, thinning: int, dim: int) -> Non
 
 
 def available_bytes() -> int:
-    """Memory this process can still use: min(MemAvailable, cgroup limit - usage, rlimit);
-    the total physical memory when none is known."""
+    """Memory this process can still use: min(MemAvailable, cgroup limit - usage, rlimit)."""
     found = [v for v in (_meminfo_available(), _cgroup_limit(), _rlimit()) if v is not None]
     if found:
         return min(found)

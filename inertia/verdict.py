@@ -1,12 +1,8 @@
 """`Verdict`: whether a run is to be trusted, every reason it is not, and the numbers behind them.
 
-Every result carries one (`FitResult.verdict`, `SampleResult.verdict`, `CalibrationResult.verdict`,
-`LoadedResult.verdict`); it is the only outcome of a run: a fit's stop (`numbers["stop"]`, the
-step and the figures its rule compared), the Gaussian's quality (`quality`, with Pareto k-hat and
-PSIS ESS among the numbers), the chains' diagnostics, a calibration's covariance check and an
-escalation to the sampler. Tables, JSON, `to_arviz()` attributes and the command line's exit
-status read it. A verdict is immutable: `with_problem` and `merge` return new ones, so a further check
-adds its reason and numbers without touching the code that made the first.
+Every result carries one; it is the only outcome of a run (a fit's stop, the Gaussian's quality, the
+chains' diagnostics, a calibration's check, an escalation). Immutable: `with_problem` and `merge`
+return new ones.
 """
 from __future__ import annotations
 
@@ -31,11 +27,9 @@ def _plain(v):
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
-    """converged: no problem was found; problems: each reason in plain language; numbers: the
-    figures the checks compared with their thresholds (R-hat, ESS, divergences, a fit's stop:
-    `stop` the reason, `step`, ...); quality: a fitted Gaussian's quality as an answer
-    ("adequate", "usable with correction", "unreliable": `variational.quality`; None where not judged),
-    beside `converged`, which is the optimiser's."""
+    """converged (no problem found), problems (plain-language reasons), numbers (the figures compared) and
+    quality (a fitted Gaussian's word, `variational.quality`; None where not judged).
+    """
 
     converged: bool
     problems: tuple = ()
@@ -77,17 +71,14 @@ class Verdict:
         return "NOT CONVERGED: " + ("; ".join(self.problems) or "no verdict")
 
     def exit_status(self, allow_unconverged: bool = False, allow_unreliable: bool = False) -> int:
-        """The command line's exit status: 0; 3 when not converged, 4 when converged to an
-        unreliable Gaussian (0 where allowed)."""
+        """The command line's exit status: 0; 3 when not converged, 4 for an unreliable Gaussian."""
         if not self.converged:
             return EXIT_OK if allow_unconverged else EXIT_UNCONVERGED
         return EXIT_UNRELIABLE if self.quality == "unreliable" and not allow_unreliable else EXIT_OK
 
     def exit(self, allow_unconverged: bool, what: str, advice: str,
              allow_unreliable: bool = False) -> int:
-        """The command line's ending: say on stderr that `what` ("the fit has") not converged and
-        what to do (`advice`), or that a converged fit's Gaussian is unreliable; return
-        `exit_status(allow_unconverged, allow_unreliable)`."""
+        """Say on stderr why the run is not to be trusted and what to do; return `exit_status(...)`."""
         if not self.converged:
             if allow_unconverged:
                 print(f"warning: {what} not converged (see above); exit status 0 because of "
