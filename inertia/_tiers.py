@@ -8,20 +8,12 @@ import numpy as np
 TIERS = {"fast": {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False},
          "lean": {"xla_backend_optimization_level": 1, "xla_cpu_use_fusion_emitters": False},
          "optimized": {}}
-# `work` x run length (relative to the driver's default run) at or under which a first run is
-# faster in the fast tier (logistic regressions of N rows x d on one core: fit breaks even near
-# N x d = 5e4 at d = 100, sample near 2e5)
+# `work` x run length (relative to the driver's default run) at or under which the fast tier wins
 FAST_WORK = {"fit": 5e5, "sample": 1.5e6}
 FAST_MAX_LENGTH = 4.0  # a run over 4x the default is a production run: its run time comes first
-# the hot programs (the VI block, the chains), run thousands of times and kept by the cache for
-# re-runs, take the fast tier only for the smallest models: work x hot length (for fit, the batch
-# relative to 8) at most this. A fit of a 500 x 10 logistic regression (5.6e4) compiles its block
-# 0.4 s faster and runs it 0.01 s slower fast than lean; a 40-group hierarchical logistic at its
-# batch of 22 (2.2e5) would run 1.1 s slower; the chains run ~10x longer than a fit's block
+# the hot programs (the VI block, the chains) take the fast tier only up to this work x hot length
 HOT_FAST_WORK = {"fit": 1e5, "sample": 1e4}
-# above that, up to LEAN_WORK, the hot programs take the "lean" tier (LLVM -O1, classic emitters):
-# a third of the default's compile time (~1 s less), the same numbers, elementwise work up to
-# ~1.5x slower; a fit of 5,000 rows x 100 (work 3.5e6) runs 2 % slower lean, about break-even
+# above that, up to LEAN_WORK, the hot programs take the "lean" tier (LLVM -O1, classic emitters)
 LEAN_WORK = {"fit": 2e6, "sample": 2e6}
 
 

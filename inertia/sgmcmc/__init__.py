@@ -1,17 +1,11 @@
 """Calibrated SGD / SGLD: preconditioned stochastic-gradient samplers whose stationary covariance
-matches the sandwich covariance (Wang, Huggins et al. 2026).
+matches the sandwich covariance (Wang, Huggins et al. 2026); building blocks in docs/sgmcmc.md.
 
 Algorithm 1 in one call::
 
     from inertia import sgmcmc
     res = sgmcmc.calibrate("linear", (X, y), batch_size=32, num_steps=20_000, seed=0)
     res.Lambda, res.target_cov, res.predicted_cov, res.empirical_cov, res.iat
-
-Building blocks: `models` (per-observation losses), `offline` (MAP, J, I, sandwich),
-`tuning` (Lambda from a target covariance), `predict` (exact stationary covariance, IAT,
-autocorrelations, iterate averages), `kernels` (BlackJAX-style SG(L)D steps and vmapped chains).
-Large data (docs/sgmcmc.md, "Large data"): `passes` (chunked and sharded sums over rows), `large`
-(the offline step by passes over a row source), `stream` (continuable chains, run to an ESS).
 """
 from . import kernels, large, models, offline, passes, predict, stream, tuning
 from .calibrate import CalibrationResult, CalibrationWarning, calibrate, empirical_ess, rel_fro

@@ -314,10 +314,8 @@ def batched_potential(potential, optimized: bool = True):
     cache = _BATCHED.setdefault(potential, {})
     fn = cache.get(optimized)
     if fn is None:
-        # the monitor's is compiled for run time at every tier: its draws are most of a small
-        # fit's arithmetic (2-3x slower at -O0). A single pass over a run's 4,000 draws is not:
-        # at -O0 it compiles 0.05-0.2 s faster and runs up to 0.09 s slower, compile and run
-        # together at most 0.01 s more (seven user models)
+        # the monitor's is compiled for run time at every tier (its draws are most of a small
+        # fit's arithmetic); a single pass over a run's draws takes the run's tier
         fn = cache[optimized] = _compile.jit(jax.vmap(potential), optimized=optimized)
     return fn
 
