@@ -54,6 +54,7 @@ class CurvatureEstimate:
     method: str
     map_reason: str = ""  # the mode finder's verdict (targets.mode)
     other_modes: tuple = ()  # further modes the mode finder found beside a saddle (targets.mode)
+    search_converged: bool = True  # the search's own test met (a spike it met is no usable mode)
 
     def describe(self) -> str:
         """One line for the output."""
@@ -235,6 +236,7 @@ def estimate_curvature(target: Target, *, init=None, num_points: int = 4, margin
         hvp_evals=int(hvps), potential_evals=int(extra["potential_evals"]),
         map_converged=converged and not degenerate, map_reason=_map_reason(found, degenerate),
         other_modes=found.others,
+        search_converged=bool(converged),
         method=("dense eigendecomposition" if d <= dense_max_dim
                 else "Lanczos (scipy eigsh) on HVPs, diagonal Laplace factor")
         + "".join(f"; {n}" for n in notes))

@@ -138,11 +138,13 @@ class _Objective:
 def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20000,
                batch_size: int = 16, step_size: Optional[float] = None, tol: float = 1e-4,
                window: int = 10, every: Optional[int] = None, seed: int = 0,
-               monitor_draws: int = MONITOR_DRAWS, dtype: str = "float64") -> dict:
+               monitor_draws: int = MONITOR_DRAWS, dtype: str = "float64",
+               average: bool = True) -> dict:
     """Run factor-covariance VI from N(x0, diag(s^2)); a dict with the mean, FactorCovariance, the
     checkpoint history, the verdict (a `Verdict`), the averaging and the compile seconds.
     `dtype="float32"`: the updates (draws, gradients of `target.astype("float32")`, Adam) run in
-    float32; the start, the objective monitor, the averaging sums and the result stay float64."""
+    float32; the start, the objective monitor, the averaging sums and the result stay float64.
+    `average=False`: the run ends at the stopping rule's first plateau, without the averaging."""
     import optax
 
     if dtype not in ("float32", "float64"):
@@ -209,10 +211,12 @@ def fit_factor(target, x0, s, *, rank: Optional[int] = None, num_steps: int = 20
             verdict = verdict.with_numbers(averaging_steps=step - avg_start)
             break
         if rule is not None and avg_start is None and rule.update(vals):
-            avg_start, scale = step, 1.0 / AVERAGING_STEP_DECAY
-            avg_rule = StoppingRule(tol, window)
             verdict = verdicts.stopped("objective converged", step, decrease=rule.decrease,
                                        stderr=rule.stderr)
+            if not average:
+                break
+            avg_start, scale = step, 1.0 / AVERAGING_STEP_DECAY
+            avg_rule = StoppingRule(tol, window)
     answer = state[0] if avg_count == 0 else tuple(a / avg_count for a in avg_sum)
     if verdict is None:
         verdict = verdicts.not_converged(

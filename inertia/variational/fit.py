@@ -22,6 +22,7 @@ from .build import check_init, initial, make_kernel, resolve_step, to_coords
 from .checks import check_fixed_run, check_hessian, check_memory
 from .runstate import fixed_every
 from .options import FitOptions, resolve, split
+from .prefit import mode_free_start, needs_prefit
 from .registry import get_estimator, get_method
 from .result import FitResult, hitting_step
 from .runner import Runner
@@ -95,7 +96,8 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
     if opts.tol is None:  # a fixed run: refused if its blocks cannot fit, announced if long
         check_fixed_run(num_steps, fixed_every(num_steps, opts.checkpoint_every), len(seeds))
         warn_long_run(num_steps)
-    prep = prepare(target, check_init(target, init), seed=seeds[0], verbose=progress)
+    given = check_init(target, init)
+    prep = prepare(target, given, seed=seeds[0], verbose=progress)
     target, init = prep.target, prep.init
     wh = None
     if opts.whiten and init is not None and target.expectations is None:
@@ -125,6 +127,11 @@ def fit(target: Target, method: Optional[str] = None, *, num_steps: Optional[int
                          prep.curvature)
     finally:
         bar.close()
+    if needs_prefit(prep.curvature, given is not None) and not res.verdict.converged:
+        again = _mode_free(source, prep, res, None if auto_method else method, opts, seed,
+                           num_steps, batch_size, step_size, progress, dtype, method_options)
+        if again is not None:
+            return again
     # `ensure` (the sampler where q falls short) is the public `inertia.vi.fit`'s (workflows.fit)
     res = _finish(res, source, target, prep, wh, chosen, dtype, quality)
     return _with_cost(res, meter, list(runner.compiled.values()))
@@ -156,6 +163,31 @@ def _factor_fit(target, method, opts, seeds, num_steps, batch_size, step_size, i
     return fit_family(target, seeds=seeds, num_steps=num_steps, batch_size=batch_size,
                       step_size=step_size, init=check_init(target, init), opts=opts,
                       progress=progress, why=why, dtype=dtype)
+
+
+def _mode_free(source, prep, first, named, opts, seed, num_steps, batch_size, step_size, progress,
+               dtype, method_options):
+    """The fit again from the start that needs no mode (`variational.prefit`), where the mode search did not
+    converge and the run from the Laplace start at the search's start point did not converge
+    either; None where that start is no better than the Laplace start. Every gradient of the first
+    run and of the pre-fit counts in the result's."""
+    start, event, grads = mode_free_start(prep.target, prep.init, num_steps=num_steps,
+                                          tol=opts.tol, window=opts.window,
+                                          seed=seed if np.ndim(seed) == 0 else seed[0],
+                                          dtype=dtype)
+    if not event["used"]:
+        return None
+    res = fit(source, named, num_steps=num_steps, seed=seed, batch_size=batch_size,
+              step_size=step_size, init=start, progress=progress, dtype=dtype, options=opts,
+              **method_options)
+    spent = int(np.asarray(first.history["grad_evals"])[-1]) + grads
+    res.history["grad_evals"] = np.asarray(res.history["grad_evals"]) + spent
+    event["reason"] = (f"the run from the Laplace start ended: {first.verdict.line()}; "
+                       + event["reason"])
+    event["first_run"] = {"method": first.method, "steps": int(first.history["step"][-1]),
+                          "verdict": first.verdict.line()}
+    res.events.insert(0, event)
+    return res
 
 
 def _with_cost(res, meter, programs):
