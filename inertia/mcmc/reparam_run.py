@@ -89,7 +89,9 @@ def _fit_block(target, draws: int, steps: int, rate: float):
         ok = jnp.isfinite(v) & jnp.all(jnp.isfinite(g), axis=1)
         w = ok / jnp.maximum(jnp.sum(ok), 1)
         g = jnp.where(ok[:, None], g, 0.0)
-        h = jnp.sum(w[:, None] * g * e, axis=0) / s  # Stein: E[g e] = s E[hess V_ii]
+        # Stein: E[g e] = s E[hess V_ii]; over the draws' own sum of e^2 (the regression slope of
+        # g on e: exact for a Gaussian target whose precision is diagonal, whatever the draws)
+        h = jnp.sum(w[:, None] * g * e, axis=0) / (s * jnp.sum(w[:, None] * e * e, axis=0))
         # curvature that is not positive (noise, a region that is not log-concave): p kept
         p = jnp.where(jnp.isfinite(h) & (h > 0), (1.0 - rate) * p + rate * h, p)
         p = jnp.where(jnp.sum(ok) > 0, p, carry[1])
@@ -112,8 +114,8 @@ def diagonal_fit(target, sites, *, seed=0, draws=FIT_DRAWS, steps=FIT_BLOCK,
     E_q[grad V] = 0 (the stationarity of the diagonal Gaussian fit; on a Gaussian target p is
     exactly the precision's diagonal, which `centredness` reads); mean and precision None where
     it does not settle or is not finite. A damped fixed-point iteration: p from Stein's identity
-    E[grad V_i e_i] = s_i E[hess V_ii] on `draws` antithetic draws an update, m by a natural-
-    gradient step. It needs no mode: it starts at the target's start point (0) with p = 1. Blocks
+    E[grad V_i e_i] = s_i E[hess V_ii] on `draws` antithetic draws an update (over the draws'
+    own sum of e_i^2), m by a natural-gradient step. It needs no mode: it starts at the target's start point (0) with p = 1. Blocks
     of `steps` updates; the fit has settled from the first block whose mean gradient, in the
     fit's own sds (max_i |E[grad V_i]| s_i), is at most `mean_tol`; p is the mean of the settled
     blocks' averages, and the fit stops when the sites' c = 1 - 1/p has a standard error (the
