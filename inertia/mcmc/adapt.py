@@ -47,7 +47,8 @@ from .kernels.adjusted_hfhr import LENGTH_SPREAD
 from .start import start as _start
 from ..targets.base import TargetError, jitted
 from .warmup import fit_gaussian, SWITCH_KAPPA, whiten, LAPLACE_KAPPA, GaussianFit, good_laplace_fit
-from ..targets.mode import map_estimate
+from ..targets.curvature import DEGENERATE_RATIO
+from ..targets.mode import hessian_diagonal, map_estimate
 
 TARGET_ACCEPT = 0.8
 STAGE1, STAGE2 = 150, 150  # equal: one compilation
@@ -481,7 +482,7 @@ def _settle(method, vg, state, keys, choice, stage, target_accept):
 
 
 def run_adaptation(target, method, num_chains, key, *, precondition="auto", init=None, seed=0,
-                   target_accept=TARGET_ACCEPT, tune_step=True, frame="auto"):
+                   target_accept=TARGET_ACCEPT, tune_step=True, frame="auto", note=None):
     """The whole warm-up; returns (whitened target, fit, Params, chain states, value_and_grad,
     report). tune_step False keeps dual averaging's step size (a target acceptance was asked for).
     `frame`: the preconditioner's form (`frames.uses_dense`: dense up to frames.DENSE_MAX_DIM or
@@ -491,11 +492,12 @@ def run_adaptation(target, method, num_chains, key, *, precondition="auto", init
     warm-up draws)."""
     if not frames.uses_dense(target.dim, frame) and (precondition == "auto" or frame != "auto"):
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
-                           target_accept=target_accept, kind=frame, tune_step=tune_step)
+                           target_accept=target_accept, kind=frame, tune_step=tune_step,
+                           note=note)
     if precondition == "auto" and frame == "auto" and target.dim > frames.VI_FRAME_MAX_DIM:
         return _run_scaled(target, method, num_chains, key, init=init, seed=seed,
                            target_accept=target_accept, kind=frame, tune_step=tune_step,
-                           laplace_kappa=SWITCH_KAPPA)
+                           laplace_kappa=SWITCH_KAPPA, note=note)
     fit = fit_gaussian(target, precondition, seed=seed)
     return _run_dense(target, method, num_chains, key, fit, init=init,
                       target_accept=target_accept, tune_step=tune_step)
@@ -579,12 +581,12 @@ def _run_dense(target, method, num_chains, key, fit, *, init, target_accept, tun
     return wt, fit, params, state, vg, report
 
 
-def _mode_or_none(target, x0):
+def _mode_or_none(target, x0, stop=None):
     """(MAP, gradients, None), or (start point, gradients, why) where the mode search failed: it
     raised, or ended at a point where V or its gradient is not finite. A mode is a head start of
-    the warm-up, never a requirement."""
+    the warm-up, never a requirement. `stop`: `map_estimate`'s (end the search early)."""
     try:
-        mode, grads = map_estimate(target, x0)
+        mode, grads = map_estimate(target, x0, stop=stop)
         v, g = jitted(target, "value_and_grad")(_compile.device(mode, np.float64))
         if np.isfinite(float(v)) and np.all(np.isfinite(np.asarray(g))):
             return np.asarray(mode, np.float64), grads, None
@@ -595,8 +597,26 @@ def _mode_or_none(target, x0):
     return start, grads, why
 
 
+def _spike(target, mode, x0, seed):
+    """(the diagonal start frame at `mode`, None, probe sets), or (that frame, why, probe sets)
+    where the mode search ended at a spike rather than a mode: the largest curvature its Hessian
+    probes read there exceeds the start point's by more than `targets.curvature.DEGENERATE_RATIO` (a centred
+    hierarchy's MAP, where a group scale collapses to 0 and the curvature of its members grows
+    without bound; the same test as the Laplace fit's, `estimate_curvature`)."""
+    fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
+    if np.array_equal(np.asarray(mode), np.asarray(x0)):
+        return fr, None, 1
+    at_mode = float(np.max(1.0 / np.square(fr.scale)))
+    h0 = hessian_diagonal(target, np.where(np.isfinite(x0), x0, 0.0), seed=seed)
+    at_start = float(np.max(h0[np.isfinite(h0)], initial=0.0))
+    if not (at_start > 0 and at_mode > DEGENERATE_RATIO * at_start):
+        return fr, None, 2
+    return fr, (f"the mode search ended at a spike, not a mode (its largest curvature "
+                f"{at_mode:.3g}, {at_mode / at_start:.3g} x the start point's)"), 2
+
+
 def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, kind,
-                tune_step=True, laplace_kappa=None):
+                tune_step=True, laplace_kappa=None, note=None):
     """The warm-up in a diagonal or low-rank frame (`frames`), O(d r) per gradient and no d x d
     matrix: MAP by L-BFGS, the diagonal start frame from Hessian probes, stage 1, the frame refined
     by its draws and their gradients (directions kept where the Hessian confirms them,
@@ -604,10 +624,31 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     spectrum capped by the whitened Hessian's curvature, and the divergence raises of the dense
     warm-up. Up to frames.LAPLACE_DENSE_MAX_DIM (frame "auto") the dense Laplace fit at the MAP
     is tried first and taken when it whitens the target (`warmup.good_laplace_fit`, its whitened
-    kappa_hat under `laplace_kappa`, None: warmup.LAPLACE_KAPPA)."""
+    kappa_hat under `laplace_kappa`, None: warmup.LAPLACE_KAPPA). `note(message)` (None:
+    silent) is told each phase's outcome and cost (the progress bar's `note`)."""
     d = target.dim
     x0 = np.asarray(target.info.get("init", np.zeros(d)), dtype=np.float64).reshape(d)
-    mode, grads, no_mode = _mode_or_none(target, x0)
+    early = []  # the first L-BFGS run's end point tested for a spike: no restarts down it
+
+    def spiked(x):
+        early.append(_spike(target, x, x0, seed) + (np.array(x, np.float64),))
+        return early[-1][1] is not None
+
+    mode, grads, no_mode = _mode_or_none(target, x0, stop=spiked)
+    fr = None
+    if no_mode is None:  # a spike is no head start: its frame is off by orders of magnitude
+        sets = sum(e[2] for e in early)  # Hessian-probe sets (PROBES HVPs each) spent
+        if early and (early[-1][1] is not None or np.array_equal(early[-1][3], mode)):
+            fr, spike = early[-1][:2]
+        else:
+            fr, spike, n = _spike(target, mode, x0, seed)
+            sets += n
+        # the start frame's set is counted with the fit below; the others with the search
+        grads += 2 * frames.PROBES * (sets - (spike is None))
+        if spike is not None:
+            no_mode, mode, fr = spike, np.where(np.isfinite(x0), x0, 0.0), None
+    say = note or (lambda message: None)
+    say(f"warm-up: mode search {grads:,} gradients" + (f" ({no_mode})" if no_mode else ""))
     laplace_why = None
     above = f"d = {d} > " + str(frames.VI_FRAME_MAX_DIM if d <= frames.DENSE_MAX_DIM
                                 else frames.DENSE_MAX_DIM)
@@ -621,8 +662,7 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
             return _run_dense(target, method, num_chains, key, lap, init=init,
                               target_accept=target_accept, tune_step=tune_step)
     keys = {k: np.asarray(v) for k, v in _warmup_keys(num_chains, d, MAX_RAISES)(key).items()}
-    if no_mode is None:
-        fr = frames.start_frame(target, mode, seed=seed)  # diagonal: the diagonal program
+    if no_mode is None:  # fr: the diagonal start frame at the mode (`_spike`)
         g_mode = np.asarray(jitted(target, "value_and_grad")(_compile.device(mode, np.float64))[1])
         decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
         fit_grads = grads + 1 + 2 * frames.PROBES
@@ -653,6 +693,11 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     for w in range(1, MAX_WINDOWS + 1):  # more windows while the draws move the frame
         moved = frame_moved(zs, gs, int(np.sum(np.asarray(div1)[STAGE1 // 2:])))
         windows.append(moved)
+        say(f"warm-up: stage-1 window {w}: h = {h1:.3g}, acceptance {acc_late:.2f}, "
+            f"{chain_grads:,} chain gradients so far; the draws "
+            + ("keep the frame" if moved["settled"] else
+               f"move the frame (scale x{moved['scale_change']:.3g}, mean shift "
+               f"{moved['shift']:.3g} sd): refitted, another window"))
         if moved["settled"]:
             break
         x_now = fr.to_x(np.asarray(state.position))
@@ -687,6 +732,9 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
     state, params, stages, g, accept = _settle(method, vg, state, keys, choice, stage,
                                                target_accept)
     chain_grads += g
+    say(f"warm-up: {fr.kind} frame (rank {fr.rank()}), h = {params.step_size:.3g}, "
+        f"{params.num_leapfrog:.0f} leapfrog steps, stage-2 acceptance "
+        f"{stages[-1]['acceptance']:.2f}; {chain_grads:,} chain gradients in all")
     kind_name = f"{fr.kind} frame (rank {fr.rank()})" if fr.rank() else "diagonal frame"
     why = above if kind == "auto" else "frame=" + kind
     if no_mode is not None:

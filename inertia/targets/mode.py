@@ -472,14 +472,19 @@ def _on_rays(target, mode, F, Z, ts, offsets=None):
     return potential_on_rows(target.potential, X.reshape(-1, d)).reshape(pts.shape[:2])
 
 
-def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS):
+def map_estimate(target, x0, max_iter: int = 2000, restarts: int = MAP_RESTARTS, stop=None):
     """(MAP, gradient evaluations) by L-BFGS restarted from its end point with fresh memory while a
     run lowers V by more than MAP_GAIN nats: L-BFGS-B also stops when one iteration barely lowers
     V (relative reduction <= ftol), which a non-centred hierarchical model meets far from the mode
     while a group scale collapses (a Poisson GLMM at d = 1,000: V = 10,558 there, 7,889 at the
-    mode), and a start frame from the Hessian there is wrong by orders of magnitude."""
+    mode), and a start frame from the Hessian there is wrong by orders of magnitude.
+    `stop(x)` (None: never) is asked after the first run whether to end the search there (a
+    spike of a centred hierarchy, down which V falls without bound: every restart would go on
+    down it to max_iter)."""
     vg = jitted(target, "value_and_grad")
     x, grads, v = _lbfgs(vg, np.asarray(x0, np.float64), max_iter)
+    if stop is not None and stop(x):
+        return x, grads
     for _ in range(restarts):
         x1, g, v1 = _lbfgs(vg, x, max_iter)
         grads += g

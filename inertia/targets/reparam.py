@@ -140,15 +140,17 @@ def _flat_index(target, site: str, shape: tuple) -> np.ndarray:
 
 
 def centredness(noncentred_target, sites: dict, mean, factor) -> dict:
-    """{site: c} from a Gaussian N(mean, factor factor^T) fitted to the fully non-centred model:
+    """{site: c} from a Gaussian N(mean, factor factor^T) fitted to the fully non-centred model
+    (`factor` a matrix, a vector s for diag(s), or an object with `precision_diagonal()`):
     c_i = 1 - Var(x~_i | rest) = 1 - 1 / P_ii with P the Gaussian's precision (the normal-normal
     optimum tau^2 / (tau^2 + sigma_i^2)), clipped to [0, 1]."""
-    F = np.asarray(factor, dtype=np.float64)
-    Finv = np.linalg.inv(F) if F.ndim == 2 else None
-    if Finv is not None:
-        p_diag = np.sum(Finv * Finv, axis=0)  # P = F^-T F^-1: P_ii = |column i of F^-1|^2
-    else:
+    if hasattr(factor, "precision_diagonal"):  # a structured factor (vi.factor)
         p_diag = np.asarray(factor.precision_diagonal(), dtype=np.float64)
+    elif np.ndim(factor) == 1:  # diag(s): P_ii = 1 / s_i^2
+        p_diag = 1.0 / np.square(np.asarray(factor, dtype=np.float64))
+    else:
+        Finv = np.linalg.inv(np.asarray(factor, dtype=np.float64))
+        p_diag = np.sum(Finv * Finv, axis=0)  # P = F^-T F^-1: P_ii = |column i of F^-1|^2
     out = {}
     for k, s in sites.items():
         idx = _flat_index(noncentred_target, k + SUFFIX, s.shape)

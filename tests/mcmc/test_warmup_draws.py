@@ -69,3 +69,39 @@ def test_frame_moved_allows_for_the_noise_of_short_autocorrelated_windows():
     moved = adapt.frame_moved(z, z)
     assert moved["shift"] > adapt.FRAME_SHIFT and moved["settled"]
     assert not adapt.frame_moved(z + 3.0, z)["settled"]
+
+
+def test_a_spike_is_no_head_start():
+    """`adapt._spike`: the centred eight schools' MAP search runs into the spike tau -> 0 (the
+    theta's curvature 1 / tau^2 grows without bound): its largest curvature there is orders of
+    magnitude beyond DEGENERATE_RATIO x the start point's, so the warm-up starts mode-free. A
+    Gaussian's mode (kappa 1e3, curvature the same everywhere: ratio 1) keeps its frame. Either
+    side of the threshold is far from it (what the frame at the spike would cost: scales off
+    by the square root of that ratio)."""
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    from inertia.targets import from_numpyro
+    from inertia.targets.curvature import DEGENERATE_RATIO
+
+    def schools(sigma, y):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+        tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+        with numpyro.plate("J", len(y)):
+            theta = numpyro.sample("theta", dist.Normal(mu, tau))
+            numpyro.sample("y", dist.Normal(theta, sigma), obs=y)
+
+    t = from_numpyro(schools, jnp.array([15.0, 10, 16, 11, 9, 11, 10, 18]),
+                     jnp.array([28.0, 8, -3, 7, -1, 1, 18, 12]))
+    x0 = np.zeros(t.dim)
+    mode, _, none = adapt._mode_or_none(t, x0)
+    assert none is None
+    fr, why, probed = adapt._spike(t, mode, x0, 0)
+    assert why is not None and probed == 2
+    ratio = float(why.split(", ")[-1].split(" x")[0])
+    assert ratio > 1e3 * DEGENERATE_RATIO, why
+    g = kappa_family(20, 1e3)
+    fr, why, _ = adapt._spike(g, np.zeros(20) + 0.5, np.zeros(20), 0)
+    assert why is None
+    assert np.max(1 / fr.scale ** 2) <= 2.0 * 1e3  # the probes read the Gaussian's curvature

@@ -30,7 +30,8 @@ def run(target, method, keys, s, bar):
     bar.phase("warm-up (compile, fit, tune)")
     run_target, fit, params, state, run_fn, tuning = adapt.run_adaptation(
         target, method, s.num_chains, keys[0, 0], precondition=s.precondition, init=s.init,
-        seed=s.seed, target_accept=target_accept, tune_step=tune_step, frame=s.frame)
+        seed=s.seed, target_accept=target_accept, tune_step=tune_step, frame=s.frame,
+        note=bar.note)
     # V and grad V agree before a long run (given parameters run as given)
     checked = gradcheck.check_gradient(run_target, state.position, s.seed)
     return state, params, Report(
