@@ -1,40 +1,8 @@
 """Preconditioning frames of the exact sampler for large d: x = m + F z at O(d r) per gradient.
 
-The warm-up runs the chains on V_w(z) = V(m + F z). Up to DENSE_MAX_DIM parameters F is a dense
-factor (`adapt`: the Laplace fit, or up to VI_FRAME_MAX_DIM a VI fit where the Laplace fit is a
-poor frame, refined by the warm-up draws' covariance; O(d^2) per gradient, O(d^3) to build); up
-to LAPLACE_DENSE_MAX_DIM it is still the dense Laplace fit where that whitens the target
-(`warmup.good_laplace_fit`). Otherwise the frame is one of FRAMES:
-
-- "diagonal": F = diag(s), O(d) per gradient;
-- "low-rank": F = diag(s) (I + U diag(sqrt(lam) - 1) U^T), U (d, r) orthonormal: covariance
-  diag(s) (I + U diag(lam - 1) U^T) diag(s), O(d r) per gradient.
-
-The rule (`choose`): the start frame is diagonal at the MAP, with s = diag(hess V)^-1/2 estimated
-from PROBES Hessian-vector products with Rademacher vectors (Bekas, Kokiopoulou & Saad 2007); the
-stage-1 warm-up draws and their gradients g then set s by s_i (sd(z_i) / sd(g_i))^1/2
-(`pair_scale`, the Fisher-divergence diagonal nutpie adapts, Seyboldt, Carlson & Carpenter) and,
-after that scaling, the eigen-directions of their covariance whose eigenvalue lies above the
-Marchenko-Pastur bulk of an identity covariance (for the draws' effective number, their lag-1
-autocorrelation read as AR(1); at most MAX_RANK, the eigenvalue corrected for the spiked-covariance
-bias, Baik & Silverstein 2006) become U, each variance capped at the one the Hessian at the
-draws' mean reads along its direction and dropped below STRETCH_MIN_VARIANCE
-(`confirmed_directions`, one HVP a direction). When there is at least one left, stage 2 (dual
-averaging of the step size) runs twice from the same chain positions, in that low-rank frame and in
-the diagonal one (the same diag(s) without U), and the trajectory rule (`adapt.choose_trajectory`)
-predicts each frame's gradients per effective sample from its own stage-2 step size, acceptance and
-draws' denoised spectrum, each variance capped by the inverse of the smallest eigenvalue of the
-whitened Hessian at the draws' mean (`curvature_range`, `capped_eigenvalues`; where that eigenvalue
-is not positive and the draws few against d, each spike at most the variance the draws' gradients
-read along its direction and at least SADDLE_MIN_VARIANCE, `pair_variances`); the cheaper is kept
-(low-rank on a tie).
-Directions that the draws show but the target's geometry does not reward (a transient of
-the early warm-up, or a covariance direction along which the local curvature is much higher than
-its variance implies, as in hierarchical models) cost the low-rank frame its step size, and the
-diagonal frame wins. The chains start at m + F z0, z0 ~ N(0, I); a start draw whose gradient is not
-finite (the start frame's scale of a nearly flat coordinate, e.g. a group scale whose log is driven
-far down at a hierarchical model's MAP, can reach overflow) moves halfway to the MAP until it is
-finite. `sample(..., frame=...)` forces a kind ("dense" at any d; "diagonal"; "low-rank").
+Dense up to DENSE_MAX_DIM (`adapt`), else one of FRAMES: "diagonal", F = diag(s); "low-rank",
+F = diag(s) (I + U diag(sqrt(lam) - 1) U^T). How `choose` picks and refines them: docs/hfhr.md,
+"Warm-up and tuning".
 """
 from __future__ import annotations
 
@@ -97,8 +65,7 @@ STRETCH_MIN_VARIANCE = 4.0
 
 @jax.tree_util.register_pytree_node_class
 class Frame:
-    """x = mean + F z with F = diag(scale) (I + U diag(root) U^T) (root = sqrt(lam) - 1; U None:
-    diagonal). Methods take one point (d,) or rows (..., d), NumPy or JAX arrays."""
+    """x = mean + F z, F = diag(scale) (I + U diag(root) U^T), root = sqrt(lam) - 1 (U None: diagonal)."""
 
     def __init__(self, mean, scale, U=None, root=None):
         self.mean, self.scale, self.U, self.root = mean, scale, U, root
@@ -135,8 +102,7 @@ class Frame:
         return self._inner(w, 1.0 / (1.0 + self.root) - 1.0)
 
     def without_directions(self) -> "Frame":
-        """The same frame without its stretched directions (F = diag(s)): the diagonal frame,
-        whose chains run the diagonal program (O(d) per gradient, no d x r products)."""
+        """The same frame without its stretched directions (F = diag(s)): the diagonal frame."""
         return Frame(self.mean, self.scale)
 
     def rank(self) -> int:
@@ -155,15 +121,12 @@ KINDS = ("auto", "dense") + tuple(FRAMES)
 
 @functools.lru_cache(maxsize=32)
 def value_and_grad_of(target):
-    """jax.value_and_grad of the target's potential, one per target (compiled programs key on it),
-    batched over the chains as `batching.batched` decides (one call per chain on the CPU for a
-    large model that gathers or scatters; vmap otherwise)."""
+    """jax.value_and_grad of the target's potential, one per target, batched over chains (`batching`)."""
     return batched(jax.value_and_grad(target.potential), target.dim, target.dtype)
 
 
 def uses_dense(d: int, frame: str = "auto") -> bool:
-    """Whether the warm-up starts from a dense Gaussian fit: forced, or auto with d <=
-    DENSE_MAX_DIM (beyond VI_FRAME_MAX_DIM only where the Laplace fit is a good frame)."""
+    """Whether the warm-up starts from a dense Gaussian fit (forced, or auto with d <= DENSE_MAX_DIM)."""
     if frame not in KINDS:
         raise ValueError(f"frame must be one of {', '.join(map(repr, KINDS))}; got {frame!r}")
     return frame == "dense" or (frame == "auto" and d <= DENSE_MAX_DIM)
@@ -175,9 +138,7 @@ def start_frame(target, mode, probes: int = PROBES, seed: int = 0) -> Frame:
 
 
 def finite_start(method, vg, z0, keys, halvings: int = START_HALVINGS):
-    """Chain states at z0 (chains, d) in a frame whose mean is the MAP: a chain whose gradient is
-    not finite there moves halfway towards the mean (z = 0), at most `halvings` times; then
-    `start.start`, which raises if one still is not. Chains that start finite keep z0."""
+    """Chain states at z0, a non-finite start moved halfway towards the MAP (z = 0) up to `halvings` times."""
     z = np.array(z0, dtype=np.float64)
     for _ in range(halvings):
         state = init_fn(method, vg)(z, keys)  # the same program at every call
@@ -190,16 +151,13 @@ def finite_start(method, vg, z0, keys, halvings: int = START_HALVINGS):
 
 
 def spiked_eigenvalue(ell, c):
-    """The population eigenvalue lam > 1 + sqrt(c) whose sample eigenvalue is `ell` in the spiked
-    covariance model, ell = lam + c lam / (lam - 1) (Baik & Silverstein 2006); `ell` must lie
-    above the bulk edge (1 + sqrt(c))^2."""
+    """Spike lam of sample eigenvalue ell = lam + c lam / (lam - 1) (Baik & Silverstein 2006)."""
     b = ell + 1.0 - c
     return 0.5 * (b + np.sqrt(np.maximum(b * b - 4.0 * ell, 0.0)))
 
 
 def effective_draws(z) -> float:
-    """n (1 - rho) / (1 + rho) for draws z (chain, draw, d): rho the median over coordinates of
-    the lag-1 autocorrelation within chains (an AR(1) reading of the draws' dependence)."""
+    """Effective draws n (1 - rho) / (1 + rho), rho the median lag-1 autocorrelation (AR(1) reading)."""
     z = np.asarray(z, np.float64)
     c = z - z.mean(1, keepdims=True)
     num = np.sum(c[:, 1:] * c[:, :-1], axis=(0, 1))
@@ -226,8 +184,7 @@ def _batched_grad(target):
 
 
 def draws_gradients(target, frame: Frame, z):
-    """F^T grad V at the draws z (chain, draw, d) taken in `frame` (one program, GRAD_BATCH draws
-    at a time: the memory of the chains' own gradient), NaN rows where a draw is not finite."""
+    """Frame gradients F^T grad V at draws z (chain, draw, d), GRAD_BATCH at a time; NaN where not finite."""
     shape = np.shape(z)
     flat = np.asarray(z, np.float64).reshape(-1, shape[-1])
     ok = np.all(np.isfinite(flat), axis=1)
@@ -239,11 +196,7 @@ def draws_gradients(target, frame: Frame, z):
 
 
 def pair_scale(z, g):
-    """sqrt(sd(z) / sd(g)) per coordinate of draws z and their gradients g (chain, draw, d) in a
-    frame: the diagonal rescaling minimising the Fisher divergence of the diagonal family (nutpie's
-    diagonal, Seyboldt et al.); exact for any draws of a Gaussian with diagonal covariance, and
-    unaffected by draws that under-explore a coordinate (both spreads shrink alike); 1 where
-    either spread is zero or not finite."""
+    """Per-coordinate scale sqrt(sd(z) / sd(g)): the Fisher-divergence diagonal (nutpie, Seyboldt et al.)."""
     flat_z = np.asarray(z, np.float64).reshape(-1, np.shape(z)[-1])
     flat_g = np.asarray(g, np.float64).reshape(-1, np.shape(g)[-1])
     ok = np.all(np.isfinite(flat_z), axis=1) & np.all(np.isfinite(flat_g), axis=1)
@@ -255,12 +208,7 @@ def pair_scale(z, g):
 
 
 def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK) -> Frame:
-    """The diagonal `frame` refined by warm-up draws z (chain, draw, d) taken in it and their frame
-    gradients g (`draws_gradients`): their mean and `pair_scale` set the diagonal; for
-    "auto" / "low-rank", the top eigen-directions of the scaled draws' covariance above the
-    Marchenko-Pastur edge (1 + sqrt(c))^2, c = d / n_eff, give U; n_eff is the smaller of half
-    the draws and `effective_draws` (strongly autocorrelated draws, as early warm-up chains at
-    large d, spread the sample eigenvalues of an identity covariance far past the edge for n / 2)."""
+    """The frame refined by warm-up draws: mean, `pair_scale`, directions above the Marchenko-Pastur edge."""
     flat = finite_rows(z)
     n, d = flat.shape
     if n < 2:
@@ -282,12 +230,7 @@ def from_draws(frame: Frame, z, g, kind: str = "auto", max_rank: int = MAX_RANK)
 
 
 def confirmed_directions(target, frame: Frame, min_variance: float = STRETCH_MIN_VARIANCE):
-    """(frame, HVPs): each stretched direction u of `frame` with its variance lam capped at the one
-    the Hessian reads along it at the frame's centre, 1 / (s u)^T hess V(m) (s u) where that is
-    positive (exact for a Gaussian target), and dropped where the capped variance is below
-    `min_variance`; one Hessian-vector product a direction. Where the Hessian is not positive along
-    u it says nothing and lam is kept. Without directions (or an HVP) the frame is returned as it
-    is."""
+    """(frame, HVPs): stretched directions capped at the Hessian's variance 1 / (s u)^T hess V(m) (s u)."""
     r = frame.rank()
     if not r or target.hvp is None:
         return frame, 0
@@ -308,10 +251,7 @@ def confirmed_directions(target, frame: Frame, min_variance: float = STRETCH_MIN
 
 
 def step_costs(target) -> tuple:
-    """(d standard normals, each stretched direction of a frame's map around one gradient) in
-    gradients of the target, from the flops XLA counts in its gradient (NORMAL_FLOPS a normal; the
-    low-rank map's two d x r products 4 d a direction): the costs `adapt.choose_trajectory`
-    weighs. (0, 0) off the CPU, or where the count is unavailable."""
+    """(normal, direction) costs of a frame's map in gradients, from XLA's flop count; (0, 0) off the CPU."""
     if jax.default_backend() != "cpu":
         return 0.0, 0.0
     try:
@@ -325,9 +265,7 @@ def step_costs(target) -> tuple:
 
 
 def cheaper(trials):
-    """The trial (dicts with "predicted_cost_per_ess", the first the low-rank frame) with the
-    least predicted cost per effective sample in gradients (`step_costs`); the first (low-rank)
-    on a tie."""
+    """The trial with the least predicted gradients per ESS; the first (low-rank) on a tie."""
     return min(trials, key=lambda t: t["predicted_cost_per_ess"])
 
 
@@ -346,24 +284,13 @@ def describe_trial(trials) -> str:
 
 
 def pair_variances(z, g, v):
-    """sqrt(var(z v) / var(g v)) along each unit direction v (k, d) of draws z and their frame
-    gradients g (chain, draw, d): `pair_scale` squared on the projections, the Fisher-divergence
-    variance along a direction, exact for an eigen-direction of a Gaussian whatever the draws'
-    spread (draws that drift or are over-dispersed along v inflate both variances alike)."""
+    """Fisher-divergence variances sqrt(var(z v) / var(g v)) along unit directions v (k, d)."""
     vt = np.atleast_2d(np.asarray(v, np.float64)).T
     return pair_scale(np.asarray(z, np.float64) @ vt, np.asarray(g, np.float64) @ vt) ** 2
 
 
 def eigenvalues(z, g=None):
-    """Denoised eigenvalues of the covariance of draws (chain, draw, d), without a d x d matrix
-    (the large-d counterpart of `adapt.denoised_eigenvalues`): with c = d / (half the draws),
-    sample eigenvalues above the bulk edge (1 + sqrt(c))^2 are spike-corrected, those below
-    (1 - sqrt(c))^2 (c < 1) divided by it, the rest (and those the draws cannot see) are 1. With
-    the draws' frame gradients g, each spike is at most its direction's `pair_variances`, and at
-    least SADDLE_MIN_VARIANCE (`capped_eigenvalues` passes g at a saddle, `bounds_spikes`):
-    warm-up chains still moving, at d far above their number of draws, show tens of spikes of
-    20-150 on a hierarchical logistic at d = 3,000-10,000 whose variance the gradients put near
-    1.2-1.4."""
+    """Denoised eigenvalues of the draws' covariance without a d x d matrix, spikes bounded by gradients."""
     flat = finite_rows(z)
     n, d = flat.shape
     out = np.ones(d)
@@ -390,12 +317,7 @@ def eigenvalues(z, g=None):
 
 
 def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
-    """(smallest, largest) eigenvalue of the whitened Hessian F^T hess V(x) F at the draws' mean
-    x = m + F mean(z) (z: draws (chain, draw, d) in the frame), by Lanczos on Hessian-vector
-    products (scipy's ARPACK, each end to relative accuracy `tol`), and the number of
-    HVPs spent. Autocorrelated warm-up draws at d >> their number inflate the top eigenvalues of
-    their covariance far beyond the target's (`eigenvalues`); the curvature at the centre has no
-    such noise, and on a near-Gaussian target its inverse is the largest variance."""
+    """(min, max) eigenvalue of the whitened Hessian at the draws' mean (Lanczos), and HVPs spent."""
     from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
     flat = finite_rows(z)
@@ -424,31 +346,21 @@ def curvature_range(target, frame: Frame, z, tol: float = LANCZOS_TOL):
 
 
 def bounds_spikes(z, curvature_min: float) -> bool:
-    """Whether `capped_eigenvalues` of draws z (chain, draw, d) bounds their spikes by their
-    gradients: the curvature at their centre not positive, and c = d / (half the draws) at least
-    SADDLE_MIN_RATIO."""
+    """Whether `capped_eigenvalues` bounds spikes by gradients (a saddle, c >= SADDLE_MIN_RATIO)."""
     n = finite_rows(z).shape[0]
     saddle = not (np.isfinite(curvature_min) and curvature_min > 0)
     return bool(saddle and np.shape(z)[-1] / max(0.5 * n, 1.0) >= SADDLE_MIN_RATIO)
 
 
 def capped_eigenvalues(z, curvature_min: float, g=None):
-    """`eigenvalues` of the draws with the variances above 1 / curvature_min (the largest variance
-    a Gaussian with the centre's curvature has) set to it. Where that curvature is not positive (a
-    saddle: the centre says nothing of the spread), the draws' spectrum, each spike at most its
-    direction's variance by the frame gradients g (`eigenvalues(z, g)`) where they are given and
-    the draws few against d (`bounds_spikes`); with a positive curvature g is not used: a noisy
-    sample direction mixes a true spike with the bulk, and its gradients then read far less than
-    the spike (3.5 and 1.3 where the curvature bounds the variance at 28 and 7, a GLMM and a
-    latent field at d = 3,000: chains 2.4 and 1.8 x costlier)."""
+    """`eigenvalues` of the draws with each variance capped at 1 / curvature_min (docs/hfhr.md, step 4)."""
     if np.isfinite(curvature_min) and curvature_min > 0:
         return np.minimum(eigenvalues(z), max(1.0 / curvature_min, 1.0))
     return eigenvalues(z, g if bounds_spikes(z, curvature_min) else None)
 
 
 def frame_value_and_grad(target, frame: Frame):
-    """(V_w, grad V_w) of V_w(z) = V(m + F z) as a pytree function whose frame arrays are traced
-    (one compilation of the chains for every frame of the same kind and rank)."""
+    """(V_w, grad V_w) of V_w(z) = V(m + F z) with traced frame arrays (one compilation per kind and rank)."""
 
     return jax.tree_util.Partial(_frame_fn(value_and_grad_of(target)), frame.on_device())
 
@@ -471,9 +383,7 @@ def _frame_fn(vg):
 
 
 def is_scaled(vg) -> bool:
-    """Whether a chains' (V, grad V) is a diagonal or low-rank frame's (`frame_value_and_grad`):
-    their kernel skips the refresh normals at gamma = 0 (`kernels.adjusted_hfhr.langevin_trajectory`,
-    lean), which the dense frame's chains keep drawing (their numbers stay bit for bit)."""
+    """Whether (V, grad V) is a scaled frame's: their kernel skips refresh normals at gamma = 0."""
     return bool(getattr(getattr(vg, "func", None), "scaled_frame", False))
 
 
