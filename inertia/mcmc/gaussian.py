@@ -1,11 +1,7 @@
 """Exact laws of the linear schemes on Gaussian targets ("For any linear scheme ...").
 
-On V(q) = (q - mu)^T P (q - mu) / 2 each one-gradient scheme is affine in (q, p) with Gaussian noise,
-so the chain's law stays Gaussian: m <- A m + c, S <- A S A^T + Q. The affine map is read off the
-kernel's own `transition` by automatic differentiation, so these diagnostics test the sampling code.
-With isotropic noise and P = U diag(lam) U^T the chain decouples into independent 1- or 2-dimensional
-chains per eigen-direction when the initial covariance is isotropic in q (point masses included);
-`GaussianDiagnostics` uses that to give exact W2 curves for d in the hundreds at the cost of a scan.
+m <- A m + c, S <- A S A^T + Q, with (A, c, Q) read off each kernel's `transition` by automatic
+differentiation; per eigen-direction of P with isotropic noise (docs/hfhr.md, "API").
 """
 from __future__ import annotations
 
@@ -154,8 +150,7 @@ def _scan_w2(method: Method, num_steps: int, params, lam, m0, S0, tol):
 
 
 class StationaryLaw(NamedTuple):
-    """Exact stationary law of the chain's position (mean, cov), its W2 to the target (the bias),
-    the contraction rate per step (largest |eigenvalue| of the step's linear part) and per gradient."""
+    """Exact stationary law of q (mean, cov), its W2 bias, and the contraction rate per step and gradient."""
 
     mean: np.ndarray
     cov: np.ndarray
@@ -165,11 +160,7 @@ class StationaryLaw(NamedTuple):
 
 
 class GaussianDiagnostics:
-    """Exact W2 curves, stationary laws and contraction rates of linear schemes on a Gaussian target.
-
-    The chain starts from q0 ~ N(init_mean, init_var I) (init_var = 0: a point) and, for kinetic
-    schemes, p0 ~ N(0, I) independent, as `inertia.mcmc.sample` does.
-    """
+    """Exact W2 curves, stationary laws and contraction rates of linear schemes on a Gaussian target."""
 
     def __init__(self, target):
         info = getattr(target, "info", {}) or {}
@@ -207,8 +198,7 @@ class GaussianDiagnostics:
 
     def grid_curves(self, method, *, step_size, gamma=None, alpha=None, num_steps, tol=0.0,
                     init_mean=None, init_var=1.0):
-        """Exact W2 curves (n, num_steps + 1) for n parameter triples, and the first step with
-        W2 <= tol (-1 if none) — one compiled scan for the whole grid."""
+        """Exact W2 curves (n, num_steps + 1) of n parameter triples and their first step with W2 <= tol."""
         m = _method(method)
         m0, S0 = self.initial_coords(m, init_mean, init_var)
         h = np.atleast_1d(np.asarray(step_size, dtype=np.float64))
@@ -242,10 +232,7 @@ class GaussianDiagnostics:
 
     def steps_to(self, method, *, step_size, gamma=None, alpha=None, tol, max_steps, init_mean=None,
                  init_var=1.0):
-        """First step k with W2 <= tol (-1 if not within max_steps) and W2 after max_steps.
-
-        step_size, gamma, alpha may be equal-length arrays (a grid); results are then arrays.
-        """
+        """First step k with W2 <= tol (-1 if not within max_steps) and W2 after max_steps."""
         curves, hit = self.grid_curves(method, step_size=step_size, gamma=gamma, alpha=alpha,
                                        num_steps=max_steps, tol=tol, init_mean=init_mean,
                                        init_var=init_var)
@@ -284,17 +271,7 @@ class GaussianDiagnostics:
 
 
 def chain_statistics(method, eigenvalues, *, step_size, gamma=None, alpha=None) -> dict:
-    """Exact stationary Var(q) and integrated autocorrelation times of q and q^2 per eigen-direction.
-
-    On V = lam q^2 / 2 the one-gradient chain is z' = A z + N(0, Q) with stationary S = A S A^T + Q;
-    the lag-j autocovariance of q is (A^j S)_11, so the integrated autocorrelation time of q is
-    tau_1 = (2 [(I - A)^{-1} S]_11 - S_11) / S_11, and, q being Gaussian, Cov(q_0^2, q_j^2) =
-    2 (A^j S)_11^2 = 2 (e1 x e1)^T (A x A)^j (S e1 x S e1) gives tau_2 with (I - A x A)^{-1}.
-    step_size, gamma, alpha may be arrays of one length n (a grid); results are shaped (n, d).
-    `tau_mean_geyer` is what Geyer's initial-positive-sequence estimator (ArviZ, NumPyro) reports
-    for q: the sum of the exact autocorrelations cut at the first negative pair (K lags at most;
-    beyond that the exact tau_mean). Unstable points (spectral radius >= 1) get infinite times.
-    """
+    """Exact stationary Var(q) and integrated autocorrelation times of q and q^2 per eigen-direction."""
     m = _method(method)
     lam = np.atleast_1d(np.asarray(eigenvalues, dtype=np.float64))
     h = np.atleast_1d(np.asarray(step_size, dtype=np.float64))

@@ -1,5 +1,4 @@
-"""`SampleOptions`: the switches of `inertia.mcmc.sample` beyond its named arguments, and their
-defaults (as `vi.FitOptions` for `fit`)."""
+"""`SampleOptions`: the switches of `inertia.mcmc.sample` beyond its named arguments, and their defaults."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,14 +9,10 @@ from typing import Optional
 class SampleOptions:
     """How `sample` runs its chains (None: chosen by the warm-up).
 
-    Kernel parameters: `step_size`, `gamma`, `alpha`, `num_leapfrog` (all None: the warm-up tunes
-    them). Warm-up: `precondition` ("auto", "laplace", "vi", "none"), `frame` ("auto", "dense",
-    "low-rank", "diagonal"), `bias_tol` (the unadjusted kernels' stationary sd error),
-    `target_accept` (the exact kernel's; None: 0.8), `reparam` ("auto" or False: NumPyro sites'
-    centredness). Run: `thinning`, `target_ess` and `max_steps` (run until every coordinate has
-    bulk ESS >= target_ess, within the budget of max_steps per chain, default 100 x num_steps),
-    `on_divergence` ("raise" or "stop"), `diagnostics` (R-hat, ESS and
-    the verdict of the kept draws).
+    Kernel: `step_size`, `gamma`, `alpha`, `num_leapfrog`. Warm-up: `precondition` ("auto", "laplace",
+    "vi", "none"), `frame` ("auto", "dense", "low-rank", "diagonal"), `bias_tol`, `target_accept`
+    (None: 0.8), `reparam` ("auto" or False). Run: `thinning`, `target_ess`, `max_steps` (default
+    100 x num_steps), `on_divergence` ("raise" or "stop"), `diagnostics`. Details: docs/hfhr.md.
     """
 
     step_size: Optional[float] = None
@@ -37,8 +32,7 @@ class SampleOptions:
 
     @classmethod
     def of(cls, options: Optional["SampleOptions"], keywords: dict) -> "SampleOptions":
-        """`options` (default SampleOptions()) with the keyword overrides; a keyword that is not
-        a field raises a TypeError naming the fields."""
+        """`options` (default SampleOptions()) with keyword overrides; an unknown keyword raises TypeError."""
         if options is not None and not isinstance(options, SampleOptions):
             raise TypeError(f"options must be a SampleOptions, got {type(options).__name__}")
         unknown = sorted(set(keywords) - set(FIELDS))

@@ -31,18 +31,10 @@ from ..targets.reparam import describe_reparam
 @float64_methods  # draws, predictive checks, tables in float64 (inertia._scope)
 @dataclasses.dataclass(repr=False)
 class SampleResult(Result):
-    """Draws shaped (chain, draw, dim), per-step info shaped (chain, step), and the run's settings.
+    """Draws (chain, draw, dim), per-step info (chain, step), gradient counts and the run's settings.
 
-    `grad_evals` counts gradient evaluations per chain of the sampling run (the initial gradient
-    included; the chains' mean for kernels of random trajectory length); `warmup_grad_evals` those
-    of the warm-up (Gaussian fit, curvature HVPs counted as two gradients, one warm-up chain);
-    `total_grad_evals` every gradient of the run: fit, HVPs, all warm-up and sampling chains.
-    `chains` (exact kernels) holds per-chain acceptance rates, divergences and the step size.
-    `diverged_at[c]` is the 1-based step at which chain c produced a
-    non-finite position or gradient (0 if it never did); its later draws are NaN. `diagnostics`
-    (`inertia.diagnostics.Diagnostics`) summarises the draws after the default burn-in; `tuning`
-    says how (h, gamma, alpha) were chosen; `bias` estimates the discretisation bias of the chosen h
-    in standardised units (see docs/hfhr.md).
+    Fields `grad_evals`, `warmup_grad_evals`, `total_grad_evals`, `chains`, `diverged_at`,
+    `diagnostics`, `tuning` and `bias`: docs/hfhr.md, "API" and "Warm-up and tuning".
     """
 
     draws: np.ndarray
@@ -74,9 +66,7 @@ class SampleResult(Result):
 
     @property
     def verdict(self) -> Verdict:
-        """The run's `inertia.verdict.Verdict`: the diagnostics' problems (R-hat, ESS, non-finite
-        draws, the exact kernel's divergences and acceptance), the numbers behind them, and why
-        an escalation from a fit ran the sampler."""
+        """The run's `inertia.verdict.Verdict`: the diagnostics' problems and the numbers behind them."""
         if self.diagnostics is None:
             return Verdict(False, ("not diagnosed (too few draws after burn-in, or "
                                    "diagnostics=False)",))
@@ -104,8 +94,7 @@ class SampleResult(Result):
         return self.draws[:, start:]
 
     def moments(self, burn_in=None) -> tuple:
-        """(mean, covariance) in the unconstrained coordinates over chains and the draws after
-        burn_in (a fraction, or a number of draws; default 0 after a warm-up, else 0.5)."""
+        """(mean, covariance) of the draws after burn_in (fraction or count; 0 after a warm-up)."""
         x = self._kept(burn_in)
         return x.mean(axis=(0, 1)), np.atleast_2d(np.cov(x.reshape(-1, x.shape[2]), rowvar=False))
 
@@ -120,8 +109,7 @@ class SampleResult(Result):
         return self.moments()[1]
 
     def ess(self, burn_in=None) -> np.ndarray:
-        """Bulk effective sample size per coordinate of the kept draws (the rank-normalised
-        estimator of the diagnostics)."""
+        """Bulk effective sample size per coordinate of the kept draws (rank-normalised)."""
         return convergence.ess_bulk(self._kept(burn_in))
 
     def report(self, max_rows: Optional[int] = 40) -> str:
@@ -267,54 +255,11 @@ READAPTS = 1  # warm-ups again, from the chains' positions, after the chains dis
 def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
            num_steps: Optional[int] = None, seed: int = 0, init=None, progress: bool = False,
            names=None, options: Optional[SampleOptions] = None, **keywords) -> SampleResult:
-    """Run `num_chains` chains of `method`; keep every `thinning`-th state; diagnose the draws.
+    """Run `num_chains` chains of `method` until converged; keep every `thinning`-th state; diagnose.
 
-    `options` (a `SampleOptions`) holds the switches below; each of its fields may also be given
-    by keyword (`sample(t, step_size=0.1, thinning=2)`), overriding `options`.
-
-    Validate, warm up (the scheme the method's registry entry names, `Method.warmup`:
-    `inertia.mcmc.adaptation`), run until converged, diagnose, return the result.
-    The default method "hfhr-exact" is exact (Metropolis-adjusted HFHR, invariant law pi x N):
-    with step_size, gamma, alpha and num_leapfrog all None its warm-up (`inertia.mcmc.adapt`) fits
-    the same preconditioner, sets h by dual averaging to `target_accept` (default 0.8) and the
-    trajectory length, gamma and alpha by the fewest gradients per effective sample (in the
-    diagonal and low-rank frames the least cost, their normals counted in gradients); divergences
-    (|energy error| > 1000) after warm-up, a collapsed acceptance rate, R-hat or ESS make the
-    verdict NOT CONVERGED. Its preconditioner's form, `frame` (`inertia.mcmc.frames`): "auto"
-    (dense up to 100 parameters, from 65 only where the Laplace fit is a good frame; otherwise
-    diagonal, or diagonal plus the low-rank directions the warm-up draws show when a trial of
-    both predicts less cost per effective sample for it, O(d r) per gradient), or forced:
-    "dense", "low-rank", "diagonal". The unadjusted schemes ("hfhr", "klmc", "ula", ...) are faster per
-    gradient on near-Gaussian targets but biased by O(h); for them:
-    with step_size, gamma and alpha all None, a warm-up (`inertia.mcmc.warmup`, docs/hfhr.md)
-    fits a Gaussian (precondition="auto": Laplace, VI where the Laplace fit is unusable; "vi";
-    "laplace"; "none": identity factor), runs the chains in whitened coordinates x = m + L z,
-    tunes (h, gamma, alpha) exactly on a Gaussian with the measured whitened curvature (stationary
-    sd within `bias_tol`), and halves h while an h vs h/2 comparison of warm-up moments shows more
-    bias; all draws are then post-warm-up (`final_state` in whitened coordinates). Otherwise the
-    given parameters are used (missing ones from `tuning.default_parameters`, which needs curvature
-    bounds) and `burn_in` defaults to half the draws.
-    init: None (the warm-up's states; without warm-up q0 ~ N(0, I)), a point (dim,) or points
-    (num_chains, dim); kinetic schemes draw p0 ~ N(0, I).
-    target_ess: keep running (compiled blocks) until every coordinate has bulk ESS >= target_ess
-    and R-hat <= 1.01, within the budget max_steps (steps per chain; default BUDGET x num_steps,
-    10,000 with the default first block). num_steps None (the default): a first block of 1,000
-    steps with target_ess 400 unless given (as `inertia sample`), extended (the exact kernel) in
-    units of 500 steps, each extension at least 1.5 x the steps so far; a num_steps given alone
-    runs exactly that many steps. Chains that disagree beyond their own Monte Carlo errors
-    (`convergence.chains_disagree`) are a failed warm-up: their draws are discarded and the
-    warm-up runs again from the chains' positions (at most READAPTS times); a run whose measured
-    ESS rate cannot meet target_ess within the budget stops there, NOT CONVERGED with the reason
-    and the way out (`result.stopped`), rather than extending (progress=True says each decision).
-    A non-finite position or gradient raises FloatingPointError naming the chain and step
-    (on_divergence="raise"), or freezes that chain, NaNs its later draws and warns ("stop").
-    The result's `diagnostics` (R-hat, ESS, non-finite potential/gradient counts) warn when the run
-    is not converged.
-    reparam: "auto" (NumPyro models under the automatic warm-up, no `init`): location-scale sites
-    whose loc or scale depends on other latent sites run partially non-centred, with c chosen by a
-    Gaussian fit of the non-centred model; draws, tables and InferenceData stay those of the
-    original sites, and `result.reparam` says what was rewritten (`inertia.mcmc.reparam_run`).
-    False: the model as written.
+    `init`: None (the warm-up's states), a point (dim,) or points (num_chains, dim). num_steps None:
+    a first block of 1,000 steps, extended until target_ess 400. `options` (a `SampleOptions`), or
+    its fields by keyword (`sample(t, step_size=0.1)`), override. What each does: docs/hfhr.md.
     """
     o = SampleOptions.of(options, keywords)
 
@@ -355,10 +300,7 @@ def sample(target, method: str = DEFAULT_METHOD, *, num_chains: int = 4,
 
 
 def _diagnose(target, m, scheme, w, res: SampleResult, judged=None):
-    """The kept draws' diagnostics with the warm-up scheme's own problems (the exact kernel's
-    divergences and acceptance; None with fewer than 4 kept draws); a warning when not converged.
-    `judged`: the run's last judgement (`Run.judged`), whose table is reused where it is of the
-    result's kept draws."""
+    """The kept draws' diagnostics with the warm-up scheme's own problems; a warning when not converged."""
     start = int(round(w.burn * res.draws.shape[1]))
     if res.draws.shape[1] - start < 4:
         return None
@@ -373,15 +315,13 @@ def _diagnose(target, m, scheme, w, res: SampleResult, judged=None):
 
 
 def add_stop_reason(dg, stopped) -> None:
-    """A run that stopped short of its rule (the budget, or chains that disagree after a second
-    warm-up) and whose diagnostics fail: the reason and the way out, first among the problems."""
+    """Put a run's stop reason and its way out first among the problems of failing diagnostics."""
     if not dg.converged and stopped and stopped.get("problem"):
         dg.verdict = Verdict.of((stopped["problem"],)).merge(dg.verdict)
 
 
 def rediagnose(target, res: SampleResult, burn_in: float, target_accept=None):
-    """`res` diagnosed again after another burn-in fraction: its diagnostics, per-chain summary and
-    the warm-up scheme's own problems (the exact kernel's divergences and acceptance)."""
+    """`res` diagnosed again after another burn-in fraction (diagnostics, chain summary, scheme problems)."""
     scheme = get_scheme(get_method(res.method).warmup)
     res.burn_in_default = burn_in
     dg = res.diagnostics = diagnose_result(target, res)
@@ -392,8 +332,7 @@ def rediagnose(target, res: SampleResult, burn_in: float, target_accept=None):
 
 
 def _check_args(target, m, o: SampleOptions, *, seed, num_steps, num_chains, init) -> tuple:
-    """Clear errors for invalid arguments; (seed, num_steps, target_ess) with the defaults of a
-    run until the diagnostics can pass (num_steps None: 1,000 steps, then target_ess 400)."""
+    """Clear errors for invalid arguments; (seed, num_steps, target_ess) with the run's defaults."""
     num_leapfrog, target_accept, target_ess, thinning = (o.num_leapfrog, o.target_accept,
                                                          o.target_ess, o.thinning)
     on_divergence, precondition, max_steps = o.on_divergence, o.precondition, o.max_steps
@@ -427,8 +366,7 @@ def _check_args(target, m, o: SampleOptions, *, seed, num_steps, num_chains, ini
 
 
 class Run(NamedTuple):
-    """The sampling run: final chains (state, keys, diverged_at, count), draws and per-step info
-    of its last attempt, kept draws run, parameters, and gradients of attempts discarded."""
+    """The sampling run: final chains, draws and info of its last attempt, parameters, discarded gradients."""
 
     carry: tuple
     chunks: list
@@ -445,13 +383,7 @@ class Run(NamedTuple):
 def _sample_until_converged(target, m, scheme, state, params, w: Report, split3, *, num_steps,
                             thinning, target_ess, max_steps, names, bar, progress,
                             settings=None) -> Run:
-    """`convergence.run_until_converged` over compiled blocks, deciding after each judgement:
-    the rule met, stop; the scheme halts the run (the exact kernel's divergences), stage 2 again
-    (`Scheme.readapt`, at most MAX_RETRIES); the chains disagree beyond their own Monte Carlo errors
-    (`convergence.chains_disagree`), a failed warm-up: the whole warm-up again from the chains'
-    positions (at most READAPTS; `settings` None: never); the ESS rate measured so far needs more
-    draws than the budget (max_steps) allows, stop; else extend. Each decision is said on the
-    progress bar (`Progress.note`) and in `Run.stopped`."""
+    """`convergence.run_until_converged` over compiled blocks: stop, readapt, warm up again or extend."""
     num_chains = split3.shape[0]
     zeros = np.zeros(num_chains, dtype=np.int64)
     carry = (state, split3[:, 2], zeros, zeros)
@@ -595,8 +527,7 @@ def takes_draws(scheme) -> bool:
 
 
 def _readapt(scheme, m, w, state, key, params, infos, chunks):
-    """`Scheme.readapt` with the attempt's draws (the chains' frame) where it takes them:
-    (Params, states, gradients the attempt spent, the Report the chains now run under), or None."""
+    """`Scheme.readapt` with the attempt's draws: (Params, states, gradients spent, Report), or None."""
     kw = {"draws": np.concatenate(chunks, axis=1)} if chunks and takes_draws(scheme) else {}
     again = scheme.readapt(m, w, state, key, params, infos, **kw)
     if again is None:
@@ -633,8 +564,7 @@ def _check_divergence(m, run: Run, thinning, on_divergence) -> None:
 
 
 def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) -> SampleResult:
-    """The SampleResult of a run: draws in the target's coordinates, per-step info, gradients
-    counted once by the warm-up scheme (per chain, warm-up with the gradient check's, in all)."""
+    """The SampleResult of a run: draws in the target's coordinates, per-step info, gradient counts."""
     num_chains = run.carry[2].shape[0]
     num_steps = run.done * thinning
     info = {k: np.concatenate([i[k] for i in run.infos], axis=1) for k in run.infos[0]}
@@ -653,10 +583,7 @@ def _result(target, m, scheme, w: Report, run: Run, *, thinning, seed, names) ->
 
 
 def diagnose_result(target, res: SampleResult, table=None):
-    """Diagnostics of the kept draws (NumPyro models: constrained sites; `table`: those draws and
-    labels, already made by `summary_draws`), with the potential checked at every kept draw (the
-    exact kernel's recorded energies; other kernels: evaluated) and non-finite gradients counted
-    from the per-step info."""
+    """Diagnostics of the kept draws, potential checked at each, non-finite gradients counted."""
     kept = res._kept(None)
     energy = res.info.get("energy") if res.thinning == 1 else None
     if energy is not None and np.shape(energy)[:2] == res.draws.shape[:2]:
@@ -671,8 +598,7 @@ def diagnose_result(target, res: SampleResult, table=None):
 
 
 def _draws_x(run: Run, pre) -> np.ndarray:
-    """The run's draws in the target's coordinates: those of its last judgement where it judged
-    every draw."""
+    """The run's draws in the target's coordinates (its last judgement's where it judged every draw)."""
     if run.judged is not None:
         return run.judged[0]
     return np.concatenate([_to_x(c, pre) for c in run.chunks], axis=1)

@@ -1,10 +1,7 @@
 """Parameter choices: defaults from the curvature bounds m <= hess V <= L, and exact-W2 tuning on Gaussians.
 
-Defaults (documented in docs/hfhr.md): time scale 1/sqrt(L) for the kinetic schemes,
-    ULA:   h = 0.1 / L
-    KLMC:  h = 0.2 / sqrt(L),  gamma = max(2 sqrt(m), h L)   (critical damping of the slowest mode;
-           gamma > h L / 2 keeps the frozen-gradient step stable on the stiffest mode)
-    HFHR:  h, gamma as KLMC,   alpha = 0.5 / (h L)          (alpha h L = 0.5, well inside alpha h L < 2)
+Defaults (docs/hfhr.md, "API"): ULA h = 0.1 / L; KLMC h = 0.2 / sqrt(L), gamma = max(2 sqrt(m), h L);
+HFHR h, gamma as KLMC, alpha = 0.5 / (h L).
 """
 from __future__ import annotations
 
@@ -50,14 +47,7 @@ def default_grid(target, method: str, size: str = "normal") -> dict:
 def tune_gaussian(target, method: str, *, tol: float = 0.1, budget: Optional[int] = None,
                   grid: Optional[dict] = None, max_steps: int = 5000, init_mean=None,
                   init_var: float = 1.0) -> dict:
-    """Best grid point by the exact law: with `budget` (gradient evaluations per chain), the least
-    W2 after that many gradients; otherwise the fewest gradients to reach W2 <= tol * W2_0.
-
-    grid: {"step_size": [...], "gamma": [...], "ahl": [...]} (alpha = ahl / (h L)); defaults to
-    `default_grid`. Unstable grid points (contraction rate >= 1) are never chosen. Returns the best
-    parameters, `grad_evals` (None if no grid point reaches the tolerance within max_steps), `w2`
-    at the end of the budget (budget mode), W2_0, the stationary bias and the contraction rate.
-    """
+    """Best grid point by the exact W2: least W2 after `budget` gradients, or fewest to W2 <= tol W2_0."""
     m_ = get_method(method)
     diag = GaussianDiagnostics(target)
     L = float(diag.lam[-1])
@@ -101,17 +91,7 @@ def tune_gaussian(target, method: str, *, tol: float = 0.1, budget: Optional[int
 
 def tune_ess(eigenvalues, method: str, *, bias_tol: float = 0.03, max_step: Optional[float] = None,
              stiff: Optional[float] = None, num: int = 24) -> dict:
-    """Fewest gradients per effective sample on a Gaussian with these Hessian eigenvalues, exactly.
-
-    Over a grid (h in [0.02, 3]/sqrt(L) or up to max_step, gamma in [0.2 sqrt(m), 4 sqrt(L)],
-    alpha h L in {0, 0.1, 0.25, 0.5, 1, 1.5}; ULA h in [0.01, 1.9]/L), minimise grads_per_step times
-    the largest over directions of the larger autocorrelation time of q (as Geyer's estimator in
-    ArviZ reports it) and of q^2 (`gaussian.chain_statistics`), among the points stable on every
-    eigenvalue and on `stiff` (the largest curvature met anywhere, used for stability only), whose
-    stationary sd is within `bias_tol` (relative) of the target's in every direction and whose
-    h <= max_step. Returns the parameters, `tau` (gradients per effective sample of the worst
-    direction, per chain), `sd_bias` (largest relative stationary sd error) and `rate`.
-    """
+    """Fewest gradients per effective sample on a Gaussian with these Hessian eigenvalues, exactly."""
     m_ = get_method(method)
     lam = np.sort(np.atleast_1d(np.asarray(eigenvalues, dtype=np.float64)))
     if not (lam[0] > 0 and np.all(np.isfinite(lam))):

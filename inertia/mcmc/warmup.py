@@ -1,18 +1,7 @@
 """Warm-up without user constants: Gaussian fit, whitening x = m + L z, exact-Gaussian tuning, bias check.
 
-1. Fit N(m, L L^T) to the target (`fit_gaussian`: the Laplace fit of `inertia.targets.curvature`,
-   i.e. MAP by L-BFGS and the Cholesky factor of the inverse Hessian there).
-2. Run the chains on the whitened potential V_w(z) = V(m + L z) (gradient L^T grad V, HVP
-   L^T hess V L), whose Hessian is I at the mode when the fit is good.
-3. Estimate the whitened curvature: hess V_w at the mode and at the fit's draws (dense, or extreme
-   eigenvalues by Lanczos for large d), then again at the chains' warm-up positions.
-4. Pick (h, gamma, alpha) by `tuning.tune_ess`: the fewest gradients per effective sample, exactly,
-   on a Gaussian whose precision is the mean whitened Hessian over those points, stable at the
-   largest curvature met, with the stationary sd within `bias_tol`.
-5. Check the choice on warm-up draws: run h and h/2 from the same equilibrated states (the h/2 run
-   twice as many steps) and compare means and sds (`moments_check`: for these first-order schemes
-   the bias at h is about twice the difference). When the difference is significant and larger
-   than bias_tol, h is halved (gamma, alpha re-tuned) and the check repeated.
+The five steps (fit, whitening, whitened curvature, `tuning.tune_ess`, the h against h/2 check):
+docs/hfhr.md, "Automatic tuning, diagnostics and bias of the unadjusted schemes".
 """
 from __future__ import annotations
 
@@ -56,15 +45,7 @@ class GaussianFit:
 
 
 def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -> GaussianFit:
-    """Gaussian approximation used as preconditioner.
-
-    "laplace": MAP and inverse-Hessian Cholesky factor (`targets.curvature.estimate_curvature`);
-    "vi": `inertia.variational.fit(target)` in its automatic mode (Laplace if it fails); "auto": Laplace,
-    and VI when the Laplace fit is unusable (MAP not converged or Hessian not positive definite
-    there), or a short VI run (VI_WARMUP) when it is a poor frame (the Laplace-whitened target's
-    estimated kappa at draws of the fit >= SWITCH_KAPPA, or hess V indefinite at one of them);
-    "none": identity factor at the MAP.
-    """
+    """Gaussian approximation used as preconditioner: "laplace", "vi", "auto" or "none" (identity)."""
     target, est, info, grads = _laplace(target, seed)
     if np.ndim(est.factor) == 1:  # d > MATRIX_FREE_DIM: the dense frame (forced) needs diag(s)
         est = dataclasses.replace(est, factor=np.diag(est.factor))
@@ -91,8 +72,7 @@ def fit_gaussian(target: Target, precondition: str = "auto", *, seed: int = 0) -
 
 
 def _laplace(target: Target, seed: int, init=None):
-    """(target with a compiled dense Hessian product, `estimate_curvature` at the MAP found from
-    `init` (None: the target's start), its info, gradient evaluations with HVPs as 2)."""
+    """(target with a dense Hessian product, `estimate_curvature` at the MAP, its info, gradients)."""
     if target.hess_matmul_fn is None:  # a compiled dense Hessian instead of eager HVPs
         target = target.replace(hess_matmul_fn=_compile.jit(
             lambda x, M: jax.vmap(lambda v: target.hvp(x, v), in_axes=1, out_axes=1)(M)))
@@ -111,9 +91,7 @@ LAPLACE_KAPPA = 100.0
 
 
 def good_laplace_fit(target: Target, mode, *, seed: int = 0, max_kappa: float = LAPLACE_KAPPA):
-    """(GaussianFit or None, gradient evaluations, why): the Laplace fit at `mode` (its Newton
-    refinement from there) when it is a good frame: MAP converged, hess V positive definite there
-    and at the fit's draws, whitened kappa_hat < max_kappa; None (with the reason) otherwise."""
+    """(GaussianFit or None, gradients, why): the Laplace fit at `mode` where it is a good frame."""
     try:
         target, est, info, grads = _laplace(target, seed, np.asarray(mode, np.float64))
     except (ValueError, ArithmeticError, np.linalg.LinAlgError) as err:  # the frames need no Hessian
@@ -132,9 +110,7 @@ def good_laplace_fit(target: Target, mode, *, seed: int = 0, max_kappa: float = 
 
 
 def _whitened_kappa(target, mode, factor, seed):
-    """(beta_hat / alpha_hat, HVPs, indefinite) of V(mode + factor z) at draws of N(0, I): the
-    condition number the chains would see in the Laplace frame (the automatic VI switches method at
-    the same value), and whether hess V was indefinite at any draw."""
+    """(kappa_hat, HVPs, indefinite) of the Laplace-whitened potential at draws of N(0, I)."""
     d = target.dim
     sp = spectrum_under(whiten(target, mode, factor), np.zeros(d), np.eye(d), 4, seed=seed)
     if not sp["lambda_max"]:
@@ -146,8 +122,7 @@ def _whitened_kappa(target, mode, factor, seed):
 
 
 def _vi_fit(target, seed, **budget):
-    """(mean, Cholesky factor, gradient evaluations, note) from the Gaussian fit
-    (`inertia.variational.fit`, no quality check), or None on failure."""
+    """(mean, Cholesky factor, gradients, note) of `inertia.variational.fit`, or None on failure."""
     try:
         with warnings.catch_warnings():  # a budgeted preconditioning run ends unconverged by design
             if budget:
@@ -194,9 +169,7 @@ class Curvature:
         return (min(lo), max(hi)) if lo else None
 
     def spectrum(self) -> np.ndarray:
-        """Eigenvalues for the tuning Gaussian: 7 quantiles of the spectrum of the mean whitened
-        Hessian (the precision a Gaussian fit sees); without dense Hessians, 7 geometric points over
-        [min, max]. Non-positive curvature (non-log-concave regions) is floored at 1e-4 max."""
+        """Tuning spectrum: 7 quantiles of the mean whitened Hessian (or geometric), floored at 1e-4 max."""
         top = max(max(self.hi), 1e-12)
         if self.hsum is not None and self.count == len(self.lo):
             w = np.linalg.eigvalsh(self.hsum / self.count)
@@ -210,13 +183,7 @@ class Curvature:
 
 
 def moments_check(a, b, bias_tol: float, alpha: float = 1e-3) -> dict:
-    """Compare draws at h (a) and h/2 (b), (chain, draw, dim), in standardised units.
-
-    For first-order schemes the bias at h is about 2 (m_h - m_{h/2}). Over the d coordinates,
-    sum (diff / se)^2 is chi-square(d) without bias (se from the MCSEs of both runs); the check
-    fails when that is significant at level `alpha` and the root-mean-square excess
-    2 sqrt(mean(diff^2 - se^2)) exceeds bias_tol, for the means or for the sds.
-    """
+    """Bias check of draws at h against h/2: chi-square(d) on (diff / se)^2 and the RMS excess vs bias_tol."""
     from scipy.stats import chi2
 
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
@@ -249,8 +216,7 @@ def warmup_steps(tau: float) -> int:
 
 def run_warmup(target: Target, method, num_chains: int, key, *, precondition: str = "auto",
                bias_tol: float = 0.03, init=None, runner=None, seed: int = 0):
-    """The whole warm-up; `runner(wtarget, params, state, key, steps) -> (state, draws, diverged)`
-    runs the chains. Returns (whitened target, fit, params dict, states, report)."""
+    """The whole warm-up: (whitened target, fit, params dict, states, report)."""
     fit = fit_gaussian(target, precondition, seed=seed)
     wt = whiten(target, fit.mean, fit.factor)
     d = target.dim
