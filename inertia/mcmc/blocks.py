@@ -1,5 +1,4 @@
-"""The sampling run's compiled programs: vmapped chains of one registry kernel, a scan over draws
-of a scan over `thinning` steps, run in blocks (one compilation per kernel, shape and block)."""
+"""The sampling run's compiled programs: vmapped chains of one registry kernel, run in blocks."""
 from __future__ import annotations
 
 import functools
@@ -13,9 +12,7 @@ from . import chains
 
 
 def runner(method: Method, grad_fn, num_draws: int, thinning: int):
-    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps. Adjusted kernels
-    take their (V, grad V) function as a pytree argument (`adapt.frame_value_and_grad`), so one
-    compilation serves every preconditioning frame of the same shapes."""
+    """jit(vmap over chains) of a scan over draws of a scan over `thinning` steps."""
     if method.adjusted:
         run = _cached_fn_runner(method, int(num_draws), int(thinning))
         return lambda carry, params: run(carry, params, grad_fn)

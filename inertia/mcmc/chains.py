@@ -1,16 +1,7 @@
 """One compiled program for the adjusted kernel's chains: warm-up (dual averaging) and sampling.
 
-A block is a `lax.scan` of BLOCK iterations over all chains at once; the first `n` of them run
-(`n` is traced), the rest pass the state through. Warm-up blocks (adapt=True) draw each
-iteration's keys from fold_in(key, i) and move log h by dual averaging (Hoffman & Gelman 2014,
-algorithm 5) on the chains' mean acceptance, with n = clip(T / h, 1, MAX_LEAPFROG) leapfrog steps;
-sampling blocks (adapt=False) keep h and n and split each chain's own key. Both modes are one
-program per (kernel, shapes, flow), so a run compiles the chains once; `flow` is static and False
-whenever alpha = 0, which leaves the gradient-flow step (a second copy of the potential's
-gradient) out of the program. All chains draw each iteration's trajectory length K from one
-key (chain 0's, folded): under vmap the chains' leapfrog loop runs to the longest K, so K drawn per
-chain made the chains wait for the longest of theirs, about a quarter more steps with 4 chains at
-the default spread; each chain's own law is unchanged (K is independent of its state).
+Blocks of BLOCK iterations, `n` of them run; the shared trajectory-length key: docs/hfhr.md,
+"Construction".
 """
 from __future__ import annotations
 
@@ -43,10 +34,7 @@ class Chains(NamedTuple):
 
 
 class Tuning(NamedTuple):
-    """Block arguments: start log h, dual averaging's mu, gamma, alpha, trajectory time T,
-    target acceptance; the fixed step size, mean trajectory length and its spread (sampling; the
-    warm-up uses the kernel's default spread); adapt flag;
-    iterations to run."""
+    """Block arguments of the chains program (the fields; warm-up or sampling, iterations to run)."""
 
     log_h: jax.Array
     mu: jax.Array
@@ -68,9 +56,7 @@ def _keep(ok, new, old):
 
 @functools.lru_cache(maxsize=16)
 def program(method, flow: bool, lean: bool = False):
-    """jit of one block: (value_and_grad, Chains, key, Tuning) -> (Chains, averaged h,
-    (positions, info)) with positions (BLOCK, chains, d), NaN after a chain's non-finite step;
-    lean (static, the scaled frames' chains): the kernel skips the refresh normals at gamma = 0."""
+    """jit of one block: (value_and_grad, Chains, key, Tuning) -> (Chains, averaged h, (positions, info))."""
     extra = {"lean": True} if lean else {}
 
     def run(vg, chains: Chains, key, t: Tuning):
@@ -134,9 +120,7 @@ def sampling(params: Params, num_iters: int) -> Tuning:
 
 
 def run_block(method, vg, chains: Chains, key, t: Tuning):
-    """One block; records trimmed to the iterations run. flow is on only where alpha > 0; `key`
-    (warm-up's per-iteration keys) may be None in sampling mode. The chains of a scaled frame
-    (`frames.is_scaled`) run the lean program."""
+    """One block, its records trimmed to the iterations run (flow only where alpha > 0)."""
     flow = bool(float(t.alpha) > 0.0)
     n = int(t.num_iters)
     if not 0 <= n <= BLOCK:

@@ -1,16 +1,4 @@
-"""Value/gradient consistency of a target at a few warm-up points, checked before the chains run.
-
-A gradient that disagrees with the potential it should differentiate (an index out of range: JAX
-clamps it when evaluating and drops it in the gradient; `jax.lax.stop_gradient`; a custom JVP or
-VJP rule that does not match its function) makes every gradient-based sampler wander without
-converging. At each point x and a random unit direction u, the directional derivative
-grad V(x) . u is compared in float64 with the Richardson-extrapolated central difference
-(4 D(h/2) - D(h)) / 3, D(h) = (V(x + h u) - V(x - h u)) / (2 h), whose error is O(h^4), within
-a round-off bound at V's precision (float32 where every value is a float32 number: a model that
-evaluates in float32 and returns float64, as the Inference Gym's do). Cost: 5
-evaluations of V and grad V per point with the compiled functions the warm-up already has (17 to
-45 ms per run on the posterior suite, under 1 % of `sample`).
-"""
+"""Value/gradient consistency of a target at a few warm-up points (docs/guide.md), before the chains run."""
 from __future__ import annotations
 
 import numpy as np
@@ -23,8 +11,7 @@ MIN_BAD = 2  # points that must disagree (one point within h of a kink is not en
 
 
 def directional_errors(target, points, seed: int = 0) -> list:
-    """(grad V(x) . u, Richardson difference, tolerance) at each point x (rows of `points`) along a
-    random unit u; rows where V is not finite at x +- h u are left out."""
+    """(grad V(x) . u, Richardson difference (4 D(h/2) - D(h)) / 3, tolerance) along a random unit u."""
     vg = jitted(target, "value_and_grad")
     rng = np.random.default_rng(seed)
     out = []
@@ -53,9 +40,7 @@ EVALS_PER_POINT = 5  # (V, grad V) at x and V at x +- h u, x +- h u / 2
 
 
 def check_gradient(target, positions, seed: int = 0) -> int:
-    """TargetError when grad V disagrees with V (`directional_errors`) at MIN_BAD or more of the
-    first NUM_POINTS positions (all of them when fewer could be checked); else the number of
-    (V, grad V) evaluations it made."""
+    """TargetError when grad V disagrees with V at MIN_BAD or more of NUM_POINTS; else evaluations made."""
     pts = np.asarray(positions, dtype=np.float64).reshape(-1, target.dim)[:NUM_POINTS]
     rows = directional_errors(target, pts, seed)
     bad = [(dd, fd) for dd, fd, tol in rows if abs(dd - fd) > tol]
