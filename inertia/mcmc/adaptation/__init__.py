@@ -1,12 +1,6 @@
-"""Warm-up schemes of the sampler, one module each (`Scheme`, `adaptation.base`); a kernel's
-registry entry names its scheme (`Method.warmup`) and `sample` runs the one it names.
+"""Warm-up schemes of the sampler, one module each; a kernel's registry entry names its scheme.
 
-- "dual-averaging" (`dual_averaging`, the exact kernel): preconditioner, step size by dual
-  averaging to a target acceptance, trajectory choice; warms up again after divergences.
-- "gaussian-tuning" (`gaussian_tuning`, the unadjusted schemes): preconditioner, (h, gamma, alpha)
-  tuned exactly on a Gaussian with the measured curvature, h vs h/2 bias checks.
-
-A new scheme is one module defining `SCHEME` plus one entry in `SCHEMES`.
+"dual-averaging" (the exact kernel), "gaussian-tuning" (the unadjusted schemes): docs/howto/extend.md.
 """
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""What a warm-up scheme is: `Settings` (the warm-up keywords of `sample`), `Report` (what a warm-up
-hands the sampling run besides the states and parameters), `Accounting` (a run's gradients), and
-`Scheme` (the warm-up and the few rules the sampling run takes from it)."""
+"""What a warm-up scheme is: `Settings`, `Report`, `Accounting` and `Scheme` (docs/howto/extend.md)."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple, Optional
@@ -13,8 +11,7 @@ from ... import _compile
 
 
 class Settings(NamedTuple):
-    """`sample`'s warm-up keywords: the kernel's parameters (all None: tune them), and the
-    schemes' options."""
+    """`sample`'s warm-up keywords: the kernel's parameters (all None: tune them), schemes' options."""
 
     num_chains: int
     step_size: Optional[float] = None
@@ -36,11 +33,7 @@ class Settings(NamedTuple):
 
 
 class Report(NamedTuple):
-    """What a warm-up hands the sampling run besides states and parameters: the kernel's function
-    of the target the chains run on, the preconditioner (mean, factor) or None, the tuning report,
-    the bias estimate, the compiled block length, warm-up gradients (per chain; all chains), the
-    burn-in fraction, the exact kernel's target acceptance, the target the chains run on
-    (whitened or not) and the gradients of the gradient check."""
+    """Warm-up output besides states and parameters: run function, preconditioner, tuning, gradients."""
 
     run_fn: object
     pre: Optional[tuple]
@@ -57,8 +50,7 @@ class Report(NamedTuple):
 
 
 class Accounting(NamedTuple):
-    """A run's gradients, each counted once: per-chain summary (exact kernels) or None, gradients
-    per sampling chain, warm-up gradients per chain, and every gradient of the run."""
+    """A run's gradients, each counted once: per-chain summary, per sampling chain, warm-up, in all."""
 
     chains: Optional[dict]
     grad_evals: int
@@ -67,20 +59,7 @@ class Accounting(NamedTuple):
 
 
 class Scheme(NamedTuple):
-    """A warm-up scheme, named by a kernel's registry entry (`Method.warmup`).
-
-    `run(target, method, keys, settings, bar) -> (state, parameters, report)`: the chains' states
-    and `Params` after warm-up (or at the given parameters), and a `Report`; keys (chains, 3, 2):
-    per chain, start position, start state, sampling run. `options`: the `sample` keywords it reads
-    beyond the kernel's parameters. `rule`: the sampling run's `convergence.StopRule` options.
-    `halted(infos)`: the per-step info of the sampling run so far says stop and warm up again.
-    `readapt(method, report, state, key, params, infos, draws)`: (Params, state, gradients the
-    halted attempt spent, from its per-step `infos`[, the `Report` to continue with]) of a new
-    warm-up from the chains' states and the halted attempt's draws (chain, draw, d, in the chains'
-    frame), or None. `account(method, report, info, discarded, num_steps, num_chains)`: the
-    `Accounting`. `summarise(info, burn)`: per-chain summary of the draws after a burn-in fraction
-    (None where the kernel has none). `problems(chains, target_accept, tuning, unconverged)`: the
-    verdict's reasons beyond R-hat and ESS."""
+    """A warm-up scheme, named by a kernel's registry entry (`Method.warmup`; docs/howto/extend.md)."""
 
     name: str
     run: Callable

@@ -1,7 +1,4 @@
-"""The unadjusted schemes' warm-up (`inertia.mcmc.warmup`): a Gaussian fit as preconditioner,
-(h, gamma, alpha) tuned exactly on a Gaussian with the measured whitened curvature, h halved while an
-h vs h/2 comparison of warm-up moments shows more bias. Given parameters run as given (missing ones
-from `tuning.default_parameters`), with the exact stationary bias on a Gaussian target."""
+"""The unadjusted schemes' warm-up (`inertia.mcmc.warmup`; docs/hfhr.md, "Automatic tuning")."""
 from __future__ import annotations
 
 import jax
@@ -72,8 +69,7 @@ def check_stability(target, method: Method, params: Params):
 
 
 def _tuned(target, m, split3, num_chains, precondition, bias_tol, init, seed):
-    """The unadjusted schemes' warm-up (`warmup.run_warmup`): preconditioner, (h, gamma, alpha)
-    tuned on the whitened curvature, h vs h/2 bias checks run with this module's chains."""
+    """The unadjusted schemes' warm-up (`warmup.run_warmup`) with this module's chains."""
     if m.transition is None:
         raise ValueError(f"{m.name}: automatic tuning needs a one-gradient linear scheme "
                          "(hfhr, hfhr-split, klmc, ula); pass step_size, gamma, alpha")

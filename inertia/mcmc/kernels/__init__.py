@@ -1,5 +1,4 @@
-"""Kernel registry: method name -> `Method`, each naming its warm-up scheme (`Method.warmup`,
-`inertia.mcmc.adaptation`). A new sampler is one module plus one entry here."""
+"""Kernel registry: method name -> `Method`, each naming its warm-up scheme (docs/howto/extend.md)."""
 from __future__ import annotations
 
 from . import adjusted_hfhr as _adjusted

@@ -1,18 +1,7 @@
 """Metropolis-adjusted HFHR: invariant law exactly pi(q) x N(p; 0, I) (docs/hfhr.md, "Exact sampling").
 
-One iteration composes three pi x N-invariant kernels:
-  1. full momentum refresh p ~ N(0, I);
-  2. the gradient-flow half of HFHR, dq = -alpha grad V dt + sqrt(2 alpha) dW, as one MALA step of
-     size alpha h (Roberts & Tweedie 1996), skipped at alpha = 0;
-  3. the kinetic half, dq = p dt, dp = (-grad V - gamma p) dt + sqrt(2 gamma) dB, as a Langevin
-     trajectory of K leapfrog steps of size h with a partial refresh p <- e^{-gamma h} p + noise
-     between them and one Metropolis test on the summed leapfrog energy errors at its end
-     (Riou-Durand & Vogrinc 2022, MALT; gamma = 0 is HMC, Duane et al. 1987). K is drawn per
-     iteration, K = max(1, round(n (1 + s (2u - 1)))), u ~ U(0, 1), independently of the state
-     (spread s = length_spread, default 1/2: K in [n/2, 3n/2]); chains run side by side may share
-     u (`length_key`): each chain's law is unchanged, and none waits for a longer one.
-alpha = 0 is Metropolis-adjusted KLMC. A proposal whose energy error is not finite or exceeds
-DIVERGENCE in absolute value is a divergence: the trajectory stops there and is rejected.
+One iteration: refresh p ~ N(0, I); MALA step of size alpha h (Roberts & Tweedie 1996); a Langevin
+trajectory of K leapfrog steps with partial refreshes and one test (MALT, Riou-Durand & Vogrinc 2022).
 """
 from __future__ import annotations
 
@@ -37,12 +26,7 @@ class ExactState(NamedTuple):
 
 
 class ExactInfo(NamedTuple):
-    """Per-iteration statistics (names as NumPyro/ArviZ sample_stats where they exist).
-
-    acceptance_rate: min(1, e^{-dH}) of the trajectory's test; flow_acceptance_rate: that of the
-    gradient-flow (MALA) step (1 at alpha = 0); diverging: |dH| > DIVERGENCE or non-finite;
-    energy: V(q) + |p|^2/2 of the new state; num_grads: gradients this iteration.
-    """
+    """Per-iteration statistics, named as NumPyro/ArviZ sample_stats where they exist."""
 
     is_finite: jax.Array
     acceptance_rate: jax.Array
@@ -106,10 +90,7 @@ def flow_step(key, q, v, g, eps, value_and_grad):
 
 def langevin_trajectory(key, q, p, v, g, c: Coefficients, num_steps, value_and_grad,
                         lean: bool = False):
-    """K leapfrog steps with partial refreshes between them; returns the end point, the summed
-    leapfrog energy error, whether it diverged, and the gradients spent. lean=True (static) draws
-    the refresh normals only when gamma > 0 (a branch on the chains' shared gamma): the same
-    numbers up to rounding, without d normals per leapfrog step of plain HMC."""
+    """K leapfrog steps with partial refreshes: end point, summed energy error, diverged, gradients spent."""
     h = c.step_size
 
     def refresh(k, p):
@@ -141,10 +122,7 @@ def langevin_trajectory(key, q, p, v, g, c: Coefficients, num_steps, value_and_g
 
 def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool = True,
          lean: bool = False, length_key=None):
-    """One iteration: refresh, gradient-flow MALA step (alpha > 0), Langevin trajectory + test.
-    flow=False (static) leaves the flow step out of the program: the same numbers at alpha = 0,
-    and half the code to compile; lean (static): `langevin_trajectory`'s; length_key (None: the
-    iteration's own) draws K, a key shared by chains that run side by side under vmap."""
+    """One iteration: refresh, gradient-flow MALA step (alpha > 0), Langevin trajectory + test."""
     k_p, k_flow, k_len, k_traj, k_u = jax.random.split(rng_key, 5)
     q, v, g = state.position, state.potential, state.grad
     p0 = jax.random.normal(k_p, q.shape, dtype=jnp.float64)
@@ -173,8 +151,7 @@ def step(rng_key, state: ExactState, c: Coefficients, value_and_grad, flow: bool
 
 
 def check(params: Params, L=None):
-    """h > 0, gamma >= 0, alpha >= 0, trajectory length >= 1, its spread in [0, 1] (stability is
-    not needed: the test rejects unstable proposals)."""
+    """h > 0, gamma >= 0, alpha >= 0, trajectory length >= 1, spread in [0, 1] (no stability needed)."""
     import math
 
     s = params.length_spread

@@ -36,9 +36,7 @@ class Info(NamedTuple):
 
 
 class Params(NamedTuple):
-    """Step size h, friction gamma, high-resolution coefficient alpha, mean trajectory length
-    (leapfrog steps per iteration, adjusted kernels only) and its relative spread (None: the
-    kernel's default); each ignored where unused."""
+    """Step size h, friction gamma, alpha, mean trajectory length and its spread (None: the default)."""
 
     step_size: Any
     gamma: Any
@@ -55,16 +53,7 @@ class SamplingAlgorithm(NamedTuple):
 
 
 class Method(NamedTuple):
-    """Registry entry: how `sample` and the exact Gaussian diagnostics drive one scheme.
-
-    `prepare(params)` computes the step's coefficients once per run (outside the step loop);
-    `step(rng_key, state, coeffs, grad_fn)` makes one step; `transition(coeffs, phase, grad,
-    noise)` is the same step written as an affine map of the phase ((q,) or (q, p)), the gradient
-    at q and standard normal `noise` (a pytree from `draw_noise(key, dim)`): linear schemes only.
-    `check(params, L)` returns an error message when the parameters are unstable or invalid.
-    `adjusted` kernels carry V(q) and take `value_and_grad` (V, grad V) in place of `grad_fn`.
-    `warmup` names the kernel's warm-up scheme (`inertia.mcmc.adaptation.SCHEMES`).
-    """
+    """Registry entry: how `sample` and the exact Gaussian diagnostics drive a scheme (howto/extend.md)."""
 
     name: str
     kinetic: bool
@@ -94,8 +83,7 @@ def _series(x, coef):
 
 
 class OUCoefficients(NamedTuple):
-    """psi0 = e^{-gh}, psi1 = (1 - e^{-gh})/g, psi2 = (h - psi1)/g, and the 2x2 Cholesky factor of
-    the covariance of (zeta_q, zeta_p) per coordinate (one-gradient schemes)."""
+    """psi0 = e^{-gh}, psi1 = (1 - e^{-gh})/g, psi2 = (h - psi1)/g, and (zeta_q, zeta_p)'s Cholesky factor."""
 
     psi0: Array
     psi1: Array

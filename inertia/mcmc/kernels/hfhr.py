@@ -26,12 +26,7 @@ class Coefficients(NamedTuple):
 
 
 def prepare(params: Params) -> Coefficients:
-    """OU coefficients, h, alpha h, and the Cholesky factor of Cov(sqrt(2 alpha h) xi + zeta_q, zeta_p).
-
-    Both schemes add sqrt(2 alpha h) xi (xi independent of zeta) to zeta_q, so the noise of a step
-    is one 2x2 Gaussian per coordinate, [[var_q + 2 alpha h, cov_qp], [cov_qp, var_p]]: two normals
-    per coordinate, and at alpha = 0 exactly KLMC's factor (same key -> same draws).
-    """
+    """OU coefficients, h, alpha h, and the Cholesky factor of Cov(sqrt(2 alpha h) xi + zeta_q, zeta_p)."""
     h = jnp.asarray(params.step_size, dtype=jnp.float64)
     ah = jnp.asarray(params.alpha, dtype=jnp.float64) * h
     c = ou_coefficients(h, params.gamma)
