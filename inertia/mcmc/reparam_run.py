@@ -115,7 +115,8 @@ def diagonal_fit(target, sites, *, seed=0, draws=FIT_DRAWS, steps=FIT_BLOCK,
     exactly the precision's diagonal, which `centredness` reads); mean and precision None where
     it does not settle or is not finite. A damped fixed-point iteration: p from Stein's identity
     E[grad V_i e_i] = s_i E[hess V_ii] on `draws` antithetic draws an update (over the draws'
-    own sum of e_i^2), m by a natural-gradient step. It needs no mode: it starts at the target's start point (0) with p = 1. Blocks
+    own sum of e_i^2), m by a natural-gradient step. It needs no mode: it starts at the target's
+    start point (0) with p = 1. Blocks
     of `steps` updates; the fit has settled from the first block whose mean gradient, in the
     fit's own sds (max_i |E[grad V_i]| s_i), is at most `mean_tol`; p is the mean of the settled
     blocks' averages, and the fit stops when the sites' c = 1 - 1/p has a standard error (the
