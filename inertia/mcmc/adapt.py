@@ -645,8 +645,10 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
             sets += n
         # the start frame's set is counted with the fit below; the others with the search
         grads += 2 * frames.PROBES * (sets - (spike is None))
-        if spike is not None:
-            no_mode, mode, fr = spike, np.where(np.isfinite(x0), x0, 0.0), None
+        if spike is not None:  # the start point's own diagonal frame (unit where not finite)
+            no_mode, mode = spike, np.where(np.isfinite(x0), x0, 0.0)
+            fr = frames.start_frame(target, mode, seed=seed)
+            grads += 2 * frames.PROBES
     say = note or (lambda message: None)
     say(f"warm-up: mode search {grads:,} gradients" + (f" ({no_mode})" if no_mode else ""))
     laplace_why = None
@@ -667,7 +669,10 @@ def _run_scaled(target, method, num_chains, key, *, init, seed, target_accept, k
         decrement = 0.5 * float(np.sum((fr.scale * g_mode) ** 2))  # in the start frame's metric
         fit_grads = grads + 1 + 2 * frames.PROBES
     else:  # no mode: dispersed starts, uniform(-2, 2) about the start point, in the unit frame
-        fr, decrement, fit_grads = frames.Frame(mode, np.ones(d)), math.inf, grads
+        # (after a spike, in the start point's probed diagonal frame where that is finite)
+        unit = fr is None or not np.all(np.isfinite(fr.scale) & (fr.scale > 0))
+        fr = frames.Frame(mode, np.ones(d)) if unit else fr
+        decrement, fit_grads = math.inf, grads
         k_uniform = jax.random.fold_in(keys["stage1"], MAX_WINDOWS + 1)  # the windows use 1..
         keys["z0"] = np.asarray(jax.random.uniform(k_uniform, (num_chains, d), jnp.float64,
                                                    -2.0, 2.0))
